@@ -1,0 +1,142 @@
+"""Versioned JSON round trip of schedules.
+
+The file is an object with a type tag and a version::
+
+    {"type": "topocoll.schedule", "version": 1, "name": "ring",
+     "collective": {"kind": "allreduce", "ranks": [0, 1, 2, 3], "split": 4, "root": null},
+     "meta": {...},
+     "steps": [[{"src": 0, "dst": 1, "op": "reduce", "chunks": [3]}, ...], ...]}
+
+A transfer may carry ``"path": [0, 8, 1]``. Readers accept exactly this version and
+raise :class:`~topocoll.errors.ScheduleError` naming the offending field otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..collective import Collective, make_collective
+from ..errors import ScheduleError, TopocollError
+from .ir import Op, Schedule, ScheduleBuilder
+
+__all__ = ["schedule_to_dict", "schedule_from_dict", "save_schedule", "load_schedule",
+           "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+_TYPE = "topocoll.schedule"
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
+    """A JSON-ready dict of ``schedule``."""
+    c = schedule.collective
+    s = schedule
+    src, dst, op = s.src.tolist(), s.dst.tolist(), s.op.tolist()
+    cp, ch = s.chunk_ptr.tolist(), s.chunks.tolist()
+    pp = s.path_ptr.tolist() if s.path_ptr is not None else None
+    pn = s.path_nodes.tolist() if s.path_nodes is not None else None
+    steps = []
+    for k in range(s.num_steps):
+        rows = []
+        for t in range(int(s.step_ptr[k]), int(s.step_ptr[k + 1])):
+            row = {"src": src[t], "dst": dst[t], "op": "reduce" if op[t] else "copy",
+                   "chunks": ch[cp[t]: cp[t + 1]]}
+            if pp is not None and pp[t + 1] > pp[t]:
+                row["path"] = pn[pp[t]: pp[t + 1]]
+            rows.append(row)
+        steps.append(rows)
+    return {"type": _TYPE, "version": FORMAT_VERSION, "name": s.name,
+            "collective": {"kind": c.kind, "ranks": list(c.ranks), "split": c.split,
+                           "root": c.root},
+            "meta": dict(s.meta), "steps": steps}
+
+
+def _field(obj: dict, key: str, where: str):
+    if not isinstance(obj, dict) or key not in obj:
+        raise ScheduleError(f"{where}: missing field '{key}'", kind="format")
+    return obj[key]
+
+
+def schedule_from_dict(data: dict[str, Any]) -> Schedule:
+    """Inverse of :func:`schedule_to_dict`.
+
+    Raises
+    ------
+    ScheduleError
+        On a wrong type tag or version, or a missing or malformed field (named).
+    """
+    if not isinstance(data, dict) or data.get("type") != _TYPE:
+        raise ScheduleError(f"not a topocoll schedule (field 'type' must be {_TYPE!r})",
+                            kind="format")
+    if data.get("version") != FORMAT_VERSION:
+        raise ScheduleError(f"unsupported schedule version {data.get('version')!r} "
+                            f"(this reader understands {FORMAT_VERSION})", kind="format")
+    cd = _field(data, "collective", "schedule")
+    try:
+        coll: Collective = make_collective(_field(cd, "kind", "collective"),
+                                           _field(cd, "ranks", "collective"),
+                                           int(cd.get("split", 1)), cd.get("root"))
+    except TopocollError as e:
+        raise ScheduleError(f"field 'collective': {e}", kind="format") from e
+    b = ScheduleBuilder(coll)
+    for k, step in enumerate(_field(data, "steps", "schedule")):
+        b.new_step()
+        if not isinstance(step, list):
+            raise ScheduleError(f"step {k}: expected a list of transfers", kind="format", step=k)
+        for i, row in enumerate(step):
+            where = f"step {k}, transfer {i}"
+            try:
+                op = {"copy": Op.COPY, "reduce": Op.REDUCE}[_field(row, "op", where)]
+                chunks = [int(x) for x in _field(row, "chunks", where)]
+                b.add(int(_field(row, "src", where)), int(_field(row, "dst", where)),
+                      chunks, op, row.get("path"))
+            except (KeyError, TypeError, ValueError) as e:
+                if isinstance(e, ScheduleError):
+                    raise
+                raise ScheduleError(f"{where}: malformed transfer {row!r}", kind="format",
+                                    step=k) from e
+    return b.build(name=str(data.get("name", "")), meta=dict(data.get("meta", {})))
+
+
+def save_schedule(schedule: Schedule, path: str | Path) -> None:
+    """Write ``schedule`` as JSON (``.json``) or as a compressed columnar ``.npz``."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        s, c = schedule, schedule.collective
+        extra = {} if s.path_ptr is None else {"path_ptr": s.path_ptr, "path_nodes": s.path_nodes}
+        header = json.dumps({"type": _TYPE, "version": FORMAT_VERSION, "name": s.name,
+                             "meta": dict(s.meta),
+                             "collective": {"kind": c.kind, "ranks": list(c.ranks),
+                                            "split": c.split, "root": c.root}})
+        np.savez_compressed(path, header=np.array(header), step_ptr=s.step_ptr, src=s.src,
+                            dst=s.dst, op=s.op, chunk_ptr=s.chunk_ptr, chunks=s.chunks, **extra)
+        return
+    path.write_text(json.dumps(schedule_to_dict(schedule), separators=(",", ":")))
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read a schedule written by :func:`save_schedule`.
+
+    Raises
+    ------
+    ScheduleError
+        If the file is not a valid schedule (the message names the field).
+    """
+    path = Path(path)
+    if path.suffix == ".npz":
+        z = np.load(path, allow_pickle=False)
+        h = json.loads(str(z["header"]))
+        cd = h["collective"]
+        coll = make_collective(cd["kind"], cd["ranks"], cd["split"], cd["root"])
+        return Schedule(coll, z["step_ptr"], z["src"], z["dst"], z["op"], z["chunk_ptr"],
+                        z["chunks"], z["path_ptr"] if "path_ptr" in z else None,
+                        z["path_nodes"] if "path_nodes" in z else None,
+                        name=h.get("name", ""), meta=h.get("meta", {}))
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ScheduleError(f"{path}: not valid JSON ({e})", kind="format") from e
+    return schedule_from_dict(data)

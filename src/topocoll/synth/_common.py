@@ -1,0 +1,59 @@
+"""Helpers shared by synthesizers: group and order resolution, preconditions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import NotSupportedError, TopologyError
+from ..topology import Topology
+
+__all__ = ["resolve_group", "resolve_order", "block_index", "require"]
+
+
+def resolve_group(topology: Topology, ranks: Sequence[int] | None) -> tuple[int, ...]:
+    """The participating ranks: ``ranks`` (validated) or every rank of the topology."""
+    if ranks is None:
+        return tuple(range(topology.num_ranks))
+    group = tuple(int(r) for r in ranks)
+    if not group:
+        raise TopologyError("ranks must not be empty", item="ranks")
+    for r in group:
+        if not 0 <= r < topology.num_ranks:
+            raise TopologyError(f"rank {r} is not a rank of topology {topology.name!r} "
+                                f"(0..{topology.num_ranks - 1})", item=f"rank {r}")
+    if len(set(group)) != len(group):
+        dup = next(r for r in group if group.count(r) > 1)
+        raise TopologyError(f"rank {dup} appears twice in ranks", item=f"rank {dup}")
+    return group
+
+
+def resolve_order(topology: Topology, group: tuple[int, ...],
+                  order: Sequence[int] | None) -> np.ndarray:
+    """A ring order over ``group``: ``order`` if given (must be a permutation of the
+    group), else the topology's ``ring_order`` hint restricted to the group, else the
+    group order."""
+    if order is None:
+        hint = topology.meta.get("ring_order") if topology.meta else None
+        if hint is not None and len(group) == topology.num_ranks:
+            order = hint
+        else:
+            order = group
+    o = np.asarray([int(x) for x in order], dtype=np.int64)
+    if sorted(o.tolist()) != sorted(group):
+        raise TopologyError(f"order {list(o)} is not a permutation of the ranks {list(group)}",
+                            item="order")
+    return o
+
+
+def block_index(group: tuple[int, ...], order: np.ndarray) -> np.ndarray:
+    """For each position in ``order``, the index of that rank in ``group`` (its block)."""
+    pos = {r: i for i, r in enumerate(group)}
+    return np.array([pos[int(r)] for r in order], dtype=np.int64)
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`NotSupportedError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise NotSupportedError(message)

@@ -1,0 +1,80 @@
+"""The table of synthesizers: stable names, collective kinds, applicability, tunables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import NotSupportedError
+from ..schedule import Schedule
+from ..topology import Topology
+from . import ring
+
+__all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
+
+
+def _always(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Synthesizer:
+    """One entry of :data:`SYNTHESIZERS`.
+
+    Parameters
+    ----------
+    name : str
+        Stable short identifier shown by the CLI (``ring``, ``recursive_doubling``...).
+    kind : str
+        The collective kind it produces.
+    func : callable
+        ``func(topology, *, ranks=None, **options) -> Schedule``; broadcast and reduce
+        synthesizers also take ``root``.
+    applies : callable
+        ``applies(topology, group) -> None`` if the algorithm applies, else a reason.
+    tunables : mapping
+        Option name -> candidate values that ``topocoll compare`` tries, keeping the best.
+    """
+
+    name: str
+    kind: str
+    func: Callable[..., Schedule]
+    applies: Callable[[Topology, tuple[int, ...]], str | None] = _always
+    tunables: Mapping[str, tuple] = field(default_factory=dict)
+
+    def __call__(self, topology: Topology, **options) -> Schedule:
+        reason = self.applies(topology, tuple(options.get("ranks") or range(topology.num_ranks)))
+        if reason:
+            raise NotSupportedError(f"{self.name} {self.kind} does not apply to "
+                                    f"{topology.name}: {reason}")
+        return self.func(topology, **options)
+
+
+SYNTHESIZERS: tuple[Synthesizer, ...] = (
+    Synthesizer("ring", "allgather", ring.ring_allgather),
+    Synthesizer("ring", "reduce_scatter", ring.ring_reduce_scatter),
+    Synthesizer("ring", "allreduce", ring.ring_allreduce),
+    Synthesizer("bidirectional_ring", "allgather", ring.bidirectional_ring_allgather),
+    Synthesizer("bidirectional_ring", "reduce_scatter", ring.bidirectional_ring_reduce_scatter),
+    Synthesizer("bidirectional_ring", "allreduce", ring.bidirectional_ring_allreduce),
+)
+
+
+def synthesizers_for(kind: str) -> tuple[Synthesizer, ...]:
+    """All synthesizers that produce collective ``kind``."""
+    return tuple(s for s in SYNTHESIZERS if s.kind == kind)
+
+
+def find_synthesizer(name: str, kind: str) -> Synthesizer:
+    """The synthesizer called ``name`` for ``kind``.
+
+    Raises
+    ------
+    NotSupportedError
+        If there is none; the message lists the available names.
+    """
+    for s in SYNTHESIZERS:
+        if s.name == name and s.kind == kind:
+            return s
+    names = sorted({s.name for s in SYNTHESIZERS if s.kind == kind})
+    raise NotSupportedError(f"no algorithm {name!r} for {kind}; available: {', '.join(names)}")

@@ -1,0 +1,169 @@
+"""Ring algorithms: unidirectional and bidirectional ring allgather, reduce-scatter and
+allreduce.
+
+References
+----------
+.. [1] Patarasuk and Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+   workstations", JPDC 69(2), 2009.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..collective import Collective
+from ..schedule import Op, Schedule, ScheduleBuilder, concat
+from ..topology import Topology
+from ._common import block_index, resolve_group, resolve_order
+
+__all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce",
+           "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",
+           "bidirectional_ring_allreduce"]
+
+
+def _ring_steps(b: ScheduleBuilder, order: np.ndarray, blk: np.ndarray, *, reduce: bool,
+                directions: Sequence[int], split: int) -> None:
+    """Append the p-1 steps of one ring pass.
+
+    For direction ``+1`` position ``i`` sends to ``i+1``; in step ``s`` of an allgather it
+    forwards block ``blk[i - s]`` (the one it received in step ``s-1``); in step ``s`` of a
+    reduce-scatter it sends its partial sum of block ``blk[i - s - 1]``, so that block ``j``
+    completes at position ``j``. Direction ``-1`` mirrors this. Half ``h`` of a block uses
+    chunk ``blk * split + h``.
+    """
+    p = len(order)
+    pos = np.arange(p)
+    op = Op.REDUCE if reduce else Op.COPY
+    for s in range(p - 1):
+        b.new_step()
+        for h, d in enumerate(directions):
+            first = (pos - d * (s + 1)) % p if reduce else (pos - d * s) % p
+            b.add_many(order, order[(pos + d) % p], blk[first] * split + h, op)
+
+
+def _ring(topology, ranks, order, kind, directions, name) -> Schedule:
+    group = resolve_group(topology, ranks)
+    o = resolve_order(topology, group, order)
+    blk = block_index(group, o)
+    split = len(directions)
+    if kind == "allreduce":
+        rs = _ring(topology, ranks, order, "reduce_scatter", directions, name)
+        ag = _ring(topology, ranks, order, "allgather", directions, name)
+        return concat([rs, ag], Collective("allreduce", group, len(group) * split), name=name,
+                      meta={"order": ",".join(map(str, o.tolist()))})
+    b = ScheduleBuilder(Collective(kind, group, split))
+    _ring_steps(b, o, blk, reduce=kind == "reduce_scatter", directions=directions, split=split)
+    return b.build(name=name, meta={"order": ",".join(map(str, o.tolist()))})
+
+
+def ring_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+                   order: Sequence[int] | None = None) -> Schedule:
+    """Return the unidirectional ring allgather schedule.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any topology; consecutive ranks of the ring are routed by the topology.
+    ranks : sequence of int, optional
+        The participating ranks (defines block ownership). Default: all ranks.
+    order : sequence of int, optional
+        Ring order, a permutation of ``ranks``. Default: the topology's ``ring_order``
+        hint, else ``ranks``.
+
+    Returns
+    -------
+    Schedule
+        ``p - 1`` steps; in step ``s`` every rank forwards the block it received in step
+        ``s - 1``.
+
+    Notes
+    -----
+    Bytes sent per rank: ``(p - 1)/p * message_bytes``; latency terms: ``p - 1``.
+    Works for every ``p >= 1``.
+
+    References
+    ----------
+    .. [1] Patarasuk and Yuan, JPDC 2009.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s = ring_allgather(ring(4))
+    >>> s.num_steps, s.num_transfers
+    (3, 12)
+    """
+    return _ring(topology, ranks, order, "allgather", (1,), "ring")
+
+
+def ring_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+                        order: Sequence[int] | None = None) -> Schedule:
+    """Return the unidirectional ring reduce-scatter schedule (``p - 1`` steps).
+
+    Block ``j`` starts at position ``j + 1`` and travels once around the ring, reduced at
+    every hop, ending complete at position ``j``. Parameters as :func:`ring_allgather`.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> ring_reduce_scatter(ring(4)).step(0)[0]
+    Transfer(src=0, dst=1, chunks=(3,), op=<Op.REDUCE: 1>, path=None)
+    """
+    return _ring(topology, ranks, order, "reduce_scatter", (1,), "ring")
+
+
+def ring_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                   order: Sequence[int] | None = None) -> Schedule:
+    """Return the ring allreduce: ring reduce-scatter then ring allgather.
+
+    Notes
+    -----
+    ``2(p - 1)`` steps, ``p`` chunks; on a ring of links with latency ``a`` and bandwidth
+    ``B`` it takes ``2(p - 1)(a + n/(p B))``. Bandwidth-optimal on a ring.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> ring_allreduce(ring(8)).num_steps
+    14
+    """
+    return _ring(topology, ranks, order, "allreduce", (1,), "ring")
+
+
+def bidirectional_ring_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+                                 order: Sequence[int] | None = None) -> Schedule:
+    """Two rings at once, one in each direction, each on half of every block.
+
+    Notes
+    -----
+    ``p - 1`` steps with ``2p`` transfers each; chunk ``2j + h`` is half ``h`` of block
+    ``j`` (``h = 0`` clockwise, ``h = 1`` counter-clockwise). Halves the bandwidth term
+    on topologies with full-duplex links in both ring directions.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> bidirectional_ring_allgather(ring(4)).num_transfers
+    24
+    """
+    return _ring(topology, ranks, order, "allgather", (1, -1), "bidirectional_ring")
+
+
+def bidirectional_ring_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+                                      order: Sequence[int] | None = None) -> Schedule:
+    """Bidirectional ring reduce-scatter; see :func:`bidirectional_ring_allgather`."""
+    return _ring(topology, ranks, order, "reduce_scatter", (1, -1), "bidirectional_ring")
+
+
+def bidirectional_ring_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                                 order: Sequence[int] | None = None) -> Schedule:
+    """Bidirectional ring allreduce: ``2(p - 1)`` steps, ``2p`` chunks.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> bidirectional_ring_allreduce(ring(4)).collective.num_chunks
+    8
+    """
+    return _ring(topology, ranks, order, "allreduce", (1, -1), "bidirectional_ring")
