@@ -130,9 +130,8 @@ class Schedule:
         if cp[0] != 0 or cp[-1] != len(self.chunks):
             raise ScheduleError("malformed schedule: chunk_ptr must rise from 0 to the chunk count",
                                 kind="malformed")
-        counts = np.diff(cp)
-        if t and counts.min() < 1:
-            i = int(np.argmin(counts))
+        if t and (cp[1:] <= cp[:-1]).any():
+            i = int(np.argmin(np.diff(cp)))
             raise ScheduleError(f"transfer {i} ({self.src[i]}->{self.dst[i]}) carries no chunks",
                                 kind="malformed", transfer=i, step=self.step_of(i))
         if t and (self.op.min() < 0 or self.op.max() > 1):
@@ -297,9 +296,10 @@ class ScheduleBuilder:
                 ids = arr.reshape(-1)
             else:
                 raise ScheduleError("chunks must be 1-D, 2-D or a (ptr, ids) pair", kind="malformed")
-        src = np.broadcast_to(np.asarray(src, dtype=np.int64), (n,))
-        dst = np.broadcast_to(np.asarray(dst, dtype=np.int64), (n,))
+        src = np.broadcast_to(np.asarray(src, dtype=np.int32), (n,))
+        dst = np.broadcast_to(np.asarray(dst, dtype=np.int32), (n,))
         ops = np.broadcast_to(np.asarray(op, dtype=np.int8), (n,))
+        ids = ids.astype(np.int32, copy=False)
         if paths is not None:
             self._any_path = True
             paths = [None if p is None else np.asarray(p, dtype=np.int64) for p in paths]
@@ -311,14 +311,49 @@ class ScheduleBuilder:
             self._current()
         return self
 
+    def add_steps(self, src, dst, chunks, op=Op.COPY) -> ScheduleBuilder:
+        """Append ``S`` new steps of ``n`` single-chunk transfers each, in one call.
+
+        ``src``, ``dst``, ``chunks`` and ``op`` broadcast to shape ``(S, n)``; row ``i`` becomes a new
+        step. This is the bulk path for regular algorithms (rings, recursive doubling) at
+        thousands of ranks.
+        """
+        chunks = np.asarray(chunks)
+        shape = np.broadcast_shapes(np.shape(src), np.shape(dst), chunks.shape, np.shape(op))
+        if len(shape) != 2:
+            raise ScheduleError("add_steps needs arrays of shape (steps, transfers)",
+                                kind="malformed")
+        S, n = shape
+
+        def flat(a, dtype=np.int32):
+            a = np.asarray(a, dtype=dtype)
+            return a.reshape(-1) if a.shape == shape else np.broadcast_to(a, shape).reshape(-1)
+
+        src, dst, ids, ops = flat(src), flat(dst), flat(chunks), flat(op, np.int8)
+        self._steps.append([("bulk", src, dst, None, ids, ops, None, S, n)])
+        return self
+
     def build(self, *, name: str = "", meta: Mapping[str, str] | None = None) -> Schedule:
         """Return the :class:`Schedule` built so far."""
         srcs, dsts, ops, counts, ids, pcounts, pnodes = [], [], [], [], [], [], []
         step_sizes = []
+        single = True
         for st in self._steps:
             size = 0
+            if st and st[0][0] == "bulk":
+                _, s, d, _, ch, op, _, S, n = st[0]
+                srcs.append(s)
+                dsts.append(d)
+                ops.append(op)
+                counts.append(None)  # one chunk per transfer
+                ids.append(ch)
+                if self._any_path:
+                    pcounts.append(np.zeros(S * n, dtype=np.int64))
+                step_sizes.extend([n] * S)
+                continue
             for item in st:
                 if item[0] == "one":
+                    single &= len(item[3]) == 1
                     _, s, d, ch, op, p = item
                     srcs.append(np.array([s]))
                     dsts.append(np.array([d]))
@@ -336,7 +371,8 @@ class ScheduleBuilder:
                     srcs.append(s)
                     dsts.append(d)
                     ops.append(op)
-                    counts.append(np.ones(n, dtype=np.int64) if ptr is None else np.diff(ptr))
+                    counts.append(np.ones(n, dtype=np.int32) if ptr is None else np.diff(ptr))
+                    single &= ptr is None
                     ids.append(ch)
                     if self._any_path:
                         if paths is None:
@@ -346,13 +382,21 @@ class ScheduleBuilder:
                             pnodes.extend(p for p in paths if p is not None)
                     size += n
             step_sizes.append(size)
-        cat = (lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs
-               else np.zeros(0, dtype=dt))
+        def cat(xs, dt):
+            if len(xs) == 1:
+                return np.asarray(xs[0], dtype=dt)
+            return np.concatenate(xs, dtype=dt) if xs else np.zeros(0, dtype=dt)
+
         step_ptr = np.zeros(len(step_sizes) + 1, dtype=np.int64)
         np.cumsum(step_sizes, out=step_ptr[1:])
-        cnt = cat(counts, np.int64)
-        chunk_ptr = np.zeros(len(cnt) + 1, dtype=np.int64)
-        np.cumsum(cnt, out=chunk_ptr[1:])
+        if single:  # one chunk per transfer: no need to add up counts
+            chunk_ptr = np.arange(sum(len(x) for x in srcs) + 1, dtype=np.int64)
+        else:
+            cnt = cat([np.ones(len(x), np.int32) if c is None else c
+                       for c, x in zip(counts, srcs, strict=True)], np.int32)
+            chunk_ptr = np.zeros(len(cnt) + 1, dtype=np.int64)
+            np.cumsum(cnt, out=chunk_ptr[1:])
+            del cnt
         path_ptr = path_nodes = None
         if self._any_path:
             pc = cat(pcounts, np.int64)

@@ -82,12 +82,27 @@ def concat(schedules: Sequence[Schedule], collective: Collective | None = None, 
     >>> ar.num_steps
     6
     """
-    parts, sizes = [], []
-    for s in schedules:
-        parts.append((s, np.arange(s.num_transfers)))
-        sizes.extend(np.diff(s.step_ptr).tolist())
     coll = collective or schedules[-1].collective
-    return _assemble(coll, parts, sizes, name or "+".join(s.name for s in schedules), meta or {})
+    name = name or "+".join(s.name for s in schedules)
+    cat = np.concatenate
+
+    def ptrs(arrs):  # concatenate CSR pointer arrays, shifting each by the previous total
+        out = np.empty(sum(len(a) - 1 for a in arrs) + 1, dtype=np.int64)
+        out[0], i, off = 0, 1, 0
+        for a in arrs:
+            np.add(a[1:], off, out=out[i: i + len(a) - 1])
+            i += len(a) - 1
+            off += int(a[-1])
+        return out
+
+    path_ptr = path_nodes = None
+    if any(s.path_ptr is not None for s in schedules):
+        pp = [_paths(s) for s in schedules]
+        path_ptr, path_nodes = ptrs([p for p, _ in pp]), cat([n for _, n in pp])
+    return Schedule(coll, ptrs([s.step_ptr for s in schedules]), cat([s.src for s in schedules]),
+                    cat([s.dst for s in schedules]), cat([s.op for s in schedules]),
+                    ptrs([s.chunk_ptr for s in schedules]), cat([s.chunks for s in schedules]),
+                    path_ptr, path_nodes, name=name, meta=meta or {})
 
 
 def overlay(schedules: Sequence[Schedule], collective: Collective | None = None, *,

@@ -1,0 +1,371 @@
+"""Symbolic execution of a schedule's chunk contributions.
+
+State: ``state[rank, chunk]`` is the set of ranks whose contribution ``rank`` holds for
+``chunk`` (empty = not held). At the start each ``r`` in ``pre(c)`` holds ``{r}``. Within a
+step every transfer reads its source's state as of the *start* of the step. A COPY
+overwrites the destination's entry; a REDUCE unions into it, and all REDUCEs into the same
+(rank, chunk) in one step are combined together with what the rank held. At the end every
+rank of ``post(c)`` must hold exactly ``pre(c)``.
+
+Two set representations share one engine (a numba kernel that runs each step in two
+phases: gather every source value, then apply every write):
+
+- **exact**: a bitset over the collective's members (``ceil(p/64)`` words per cell). Union
+  is OR; a double count is caught the moment it happens (the two sets intersect).
+- **fingerprint**: three 64-bit lanes per cell: two independent sums of random per-rank
+  values modulo the prime ``P = 2**31 - 1`` and the exact number of contributions.
+  Union of disjoint sets is addition. A double count is caught at once when the count
+  exceeds ``|pre(c)|``, and otherwise at the final check: a multiset that differs from the
+  expected set passes both lanes with probability at most ``P**-2 < 2**-61`` per checked
+  cell (the difference is a non-zero integer vector with entries smaller than ``P``, so each
+  lane vanishes with probability exactly ``1/P``).
+
+Violation kinds:
+
+==========================  ==================================================================
+kind                        meaning
+==========================  ==================================================================
+bad_rank                    an endpoint is negative, a switch, or not a rank of the topology
+self_transfer               a transfer from a rank to itself
+bad_chunk                   a chunk id outside ``0 .. num_chunks - 1``
+no_route                    an explicit path that does not start at src, end at dst, or follow links
+not_held                    a rank sends a chunk it does not hold (yet)
+double_count                a reduction would combine the same contribution twice
+conflicting_writes          two transfers write one (rank, chunk) in a step and one is a COPY
+reduce_in_copy_collective   a REDUCE inside allgather, broadcast or alltoall
+missing_data                a rank of ``post(c)`` ends without chunk ``c``
+missing_contributions       a rank of ``post(c)`` ends with ``c`` lacking some of ``pre(c)``
+extra_contributions         a rank ends with contributions outside ``pre(c)`` or counted twice
+==========================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..schedule import Schedule
+
+__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31"]
+
+VIOLATION_KINDS = (
+    "bad_rank", "self_transfer", "bad_chunk", "no_route", "not_held", "double_count",
+    "conflicting_writes", "reduce_in_copy_collective", "missing_data", "missing_contributions",
+    "extra_contributions",
+)
+_K = {k: i for i, k in enumerate(VIOLATION_KINDS)}
+MERSENNE31 = (1 << 31) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One violation, with where it happened (``None`` where it does not apply)."""
+
+    kind: str
+    message: str
+    step: int | None = None
+    transfer: int | None = None
+    src: int | None = None
+    dst: int | None = None
+    rank: int | None = None
+    chunk: int | None = None
+
+
+class Collector:
+    """Keeps the first ``limit`` violations and counts all of them."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: list[Violation] = []
+        self.total = 0
+
+    def add(self, v: Violation) -> None:
+        self.total += 1
+        if len(self.items) < self.limit:
+            self.items.append(v)
+
+    @property
+    def full(self) -> bool:
+        return len(self.items) >= self.limit
+
+
+# ----------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _rec(rec, n, total, limit, kind, t, c, a):
+    if n < limit:
+        rec[n, 0] = kind
+        rec[n, 1] = t
+        rec[n, 2] = c
+        rec[n, 3] = a
+        n += 1
+    return n, total + 1
+
+
+@njit(cache=True)
+def _first_bit_rank(word_vals, members):
+    for w in range(word_vals.shape[0]):
+        x = word_vals[w]
+        if x != 0:
+            b = 0
+            while (x >> np.uint64(b)) & np.uint64(1) == 0:
+                b += 1
+            return members[w * 64 + b]
+    return -1
+
+
+@njit(cache=True)
+def _init(state, target, pre_ptr, pre_idx, bitpos, h, exact):
+    C = target.shape[0]
+    for c in range(C):
+        for e in range(pre_ptr[c], pre_ptr[c + 1]):
+            r = pre_idx[e]
+            if exact:
+                p = bitpos[r]
+                bit = np.uint64(1) << np.uint64(p % 64)
+                state[c, r, p // 64] = bit
+                target[c, p // 64] |= bit
+            else:
+                state[c, r, 0] = h[r, 0]
+                state[c, r, 1] = h[r, 1]
+                state[c, r, 2] = 1
+                target[c, 0] = (target[c, 0] + h[r, 0]) % MERSENNE31
+                target[c, 1] = (target[c, 1] + h[r, 1]) % MERSENNE31
+                target[c, 2] += 1
+
+
+@njit(cache=True)
+def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
+           is_reduction, rec, limit, stop):
+    # The last lane of every cell is a write tag, 2 * step + copy + 1 (0: never written), kept
+    # in the cell itself so that a write touches one cache line.
+    C, R, W1 = state.shape
+    W = W1 - 1
+    n = 0
+    total = 0
+    maxe = 0
+    for s in range(len(step_ptr) - 1):
+        m = chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]]
+        maxe = max(maxe, m)
+    buf = np.empty((maxe, W), state.dtype)
+    ok = np.empty(maxe, np.bool_)
+    for s in range(len(step_ptr) - 1):
+        a = step_ptr[s]
+        b = step_ptr[s + 1]
+        base = chunk_ptr[a]
+        # phase 1: validate and gather every source value as of the start of the step
+        for t in range(a, b):
+            u = src[t]
+            v = dst[t]
+            tbad = False
+            if u < 0 or u >= R or v < 0 or v >= R:
+                n, total = _rec(rec, n, total, limit, 0, t, -1, u if (u < 0 or u >= R) else v)
+                tbad = True
+            elif u == v:
+                n, total = _rec(rec, n, total, limit, 1, t, -1, u)
+                tbad = True
+            if (not is_reduction) and op[t] == 1:
+                n, total = _rec(rec, n, total, limit, 7, t, -1, -1)
+            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                k = e - base
+                ok[k] = False
+                if tbad:
+                    continue
+                c = chunks[e]
+                if c < 0 or c >= C:
+                    n, total = _rec(rec, n, total, limit, 2, t, c, -1)
+                    continue
+                empty = True
+                for w in range(W):
+                    buf[k, w] = state[c, u, w]
+                    if buf[k, w] != 0:
+                        empty = False
+                if not exact:
+                    empty = buf[k, 2] == 0
+                if empty:
+                    n, total = _rec(rec, n, total, limit, 4, t, c, u)
+                    continue
+                ok[k] = True
+        # phase 2: apply every write
+        for t in range(a, b):
+            v = dst[t]
+            red = op[t] == 1
+            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                k = e - base
+                if not ok[k]:
+                    continue
+                c = chunks[e]
+                tag = state[c, v, W]
+                if tag >= 2 * s + 1:  # already written in this step
+                    if tag == 2 * s + 2 or not red:
+                        n, total = _rec(rec, n, total, limit, 6, t, c, v)
+                        state[c, v, W] = 2 * s + 2
+                        continue
+                else:
+                    state[c, v, W] = 2 * s + 1 if red else 2 * s + 2
+                if not red:
+                    for w in range(W):
+                        state[c, v, w] = buf[k, w]
+                elif exact:
+                    dup = False
+                    for w in range(W):
+                        if state[c, v, w] & buf[k, w]:
+                            dup = True
+                    if dup:
+                        inter = np.empty(W, state.dtype)
+                        for w in range(W):
+                            inter[w] = state[c, v, w] & buf[k, w]
+                        n, total = _rec(rec, n, total, limit, 5, t, c,
+                                        _first_bit_rank(inter, members))
+                    for w in range(W):
+                        state[c, v, w] |= buf[k, w]
+                else:
+                    for w in range(2):  # both lanes < P, so one conditional subtraction
+                        x = state[c, v, w] + buf[k, w]
+                        state[c, v, w] = x - MERSENNE31 if x >= MERSENNE31 else x
+                    state[c, v, 2] = min(state[c, v, 2] + buf[k, 2], MERSENNE31)
+                    if state[c, v, 2] > pre_size[c]:
+                        n, total = _rec(rec, n, total, limit, 5, t, c, -1)
+        if stop and n >= limit:
+            return n, total
+    return n, total
+
+
+@njit(cache=True)
+def _final(state, target, post_ptr, post_idx, exact, rec, limit, stop):
+    n = 0
+    total = 0
+    W = target.shape[1]
+    C = target.shape[0]
+    cells = 0
+    for c in range(C):
+        for e in range(post_ptr[c], post_ptr[c + 1]):
+            r = post_idx[e]
+            cells += 1
+            same = True
+            empty = True
+            for w in range(W):
+                if state[c, r, w] != target[c, w]:
+                    same = False
+                if state[c, r, w] != 0:
+                    empty = False
+            if not exact:
+                empty = state[c, r, 2] == 0
+            if same:
+                continue
+            if empty:
+                kind = 8
+            elif exact:
+                missing = False
+                for w in range(W):
+                    if target[c, w] & ~state[c, r, w]:
+                        missing = True
+                kind = 9 if missing else 10
+            else:
+                kind = 9 if state[c, r, 2] < target[c, 2] else 10
+            n, total = _rec(rec, n, total, limit, kind, -1, c, r)
+            if stop and n >= limit:
+                return n, total, cells
+    return n, total, cells
+
+
+# ----------------------------------------------------------------------------- driver
+def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, seed: int = 0,
+            stop_early: bool = False) -> int:
+    """Run the symbolic execution; add violations to ``out``; return checked final cells."""
+    s = schedule
+    coll = s.collective
+    C = coll.num_chunks
+    members = np.array(sorted(coll.ranks), dtype=np.int64)
+    W = max(1, (len(members) + 63) // 64) if exact else 3
+    dtype = np.uint64 if exact else np.uint32
+    bitpos = np.full(num_ranks, -1, dtype=np.int64)
+    bitpos[members] = np.arange(len(members))
+    h = np.random.default_rng(seed).integers(0, MERSENNE31, size=(num_ranks, 2)).astype(dtype)
+    state = np.zeros((C, num_ranks, W + 1), dtype=dtype)  # chunk-major: init/final stream
+    target = np.zeros((C, W), dtype=dtype)
+    pre, post = coll.pre_sets(), coll.post_sets()
+    _init(state, target, pre.indptr, pre.indices.astype(np.int64), bitpos, h, exact)
+
+    limit = out.limit - len(out.items)
+    rec = np.zeros((max(limit, 1), 4), dtype=np.int64)
+    n, total = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
+                      pre.sizes().astype(dtype), members, coll.is_reduction, rec, limit,
+                      stop_early)
+    for row in rec[:n]:
+        out.add(_violation(s, row, exact))
+    out.total += total - n
+    if out.full and stop_early:
+        return 0
+    limit = out.limit - len(out.items)
+    rec = np.zeros((max(limit, 1), 4), dtype=np.int64)
+    n, total, cells = _final(state, target, post.indptr, post.indices.astype(np.int64), exact,
+                             rec, limit, stop_early)
+    for row in rec[:n]:
+        out.add(_final_violation(row, state, target, members, exact))
+    out.total += total - n
+    return int(cells)
+
+
+def _violation(s: Schedule, row, exact: bool) -> Violation:
+    kind, t, c, a = (int(x) for x in row)
+    step = s.step_of(t)
+    u, v = int(s.src[t]), int(s.dst[t])
+    where = f"step {step}, transfer {u}->{v}"
+    name = VIOLATION_KINDS[kind]
+    msg = {
+        "bad_rank": f"{where}: node {a} is not a rank that can hold data",
+        "self_transfer": f"{where}: a rank sends to itself",
+        "bad_chunk": f"{where}: chunk {c} does not exist (0..{s.collective.num_chunks - 1})",
+        "not_held": f"{where}: rank {u} sends chunk {c}, which it does not hold",
+        "conflicting_writes": f"{where}: chunk {c} of rank {v} is written twice in this step "
+                              f"and one of the writes is a COPY",
+        "reduce_in_copy_collective": f"{where}: REDUCE in a {s.collective.kind}, which only copies",
+        "double_count": f"{where}: chunk {c} reduced twice" + (f" from rank {a}" if a >= 0 else "")
+                        + f" at rank {v}",
+    }[name]
+    rank = a if name in ("bad_rank", "not_held", "double_count") and a >= 0 else None
+    if name in ("self_transfer",):
+        rank = u
+    if name == "conflicting_writes":
+        rank = v
+    return Violation(name, msg, step, t, u, v, rank=rank, chunk=None if c < 0 else c)
+
+
+def _ranks_of(words: np.ndarray, members: np.ndarray) -> list[int]:
+    out = []
+    for w, x in enumerate(words.tolist()):
+        while x:
+            b = (x & -x).bit_length() - 1
+            out.append(int(members[w * 64 + b]))
+            x &= x - 1
+    return out
+
+
+def _short(xs: list[int], n: int = 8) -> str:
+    head = ", ".join(map(str, xs[:n]))
+    return head + (f", ... ({len(xs)} in all)" if len(xs) > n else "")
+
+
+def _final_violation(row, state, target, members, exact: bool) -> Violation:
+    kind, _, c, r = (int(x) for x in row)
+    name = VIOLATION_KINDS[kind]
+    if name == "missing_data":
+        return Violation(name, f"rank {r} ends without chunk {c}", rank=r, chunk=c)
+    if exact:
+        got = set(_ranks_of(state[c, r, :-1], members))
+        need = set(_ranks_of(target[c], members))
+        if name == "missing_contributions":
+            msg = (f"rank {r} ends with chunk {c} lacking the contributions of rank(s) "
+                   f"{_short(sorted(need - got))}")
+        else:
+            msg = (f"rank {r} ends with chunk {c} holding contributions of rank(s) "
+                   f"{_short(sorted(got - need))}, which are not in pre({c})")
+    else:
+        have, want = int(state[c, r, 2]), int(target[c, 2])
+        msg = (f"rank {r} ends with chunk {c} holding {have} of {want} contributions"
+               if name == "missing_contributions" else
+               f"rank {r} ends with chunk {c} holding {have} contributions where {want} are "
+               f"expected, or the wrong ones (fingerprint mismatch)")
+    return Violation(name, msg, rank=r, chunk=c)
