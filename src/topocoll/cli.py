@@ -1,0 +1,292 @@
+"""The ``topocoll`` command line. The only module that parses arguments, prints or exits.
+
+Every command takes ``--json`` for machine-readable output. Library errors
+(:class:`~topocoll.errors.TopocollError`) are printed as one line on stderr and exit
+with status 2; ``verify`` exits with status 1 when the schedule has violations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import TopocollError
+from .units import format_rate, format_size, format_time, parse_size
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="topocoll: topologies, collective schedules, verification and cost.")
+topology_app = typer.Typer(no_args_is_help=True, help="Describe and validate topologies.")
+app.add_typer(topology_app, name="topology")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+TopoOpt = Annotated[str, typer.Option("--topology", "-t",
+                                      help="Generator spec (e.g. torus:8x8,bw=400Gbps) or a file.")]
+
+
+def _handle_errors(fn):
+    """Turn library and file errors into one line on stderr and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (TopocollError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
+            msg = str(e) if isinstance(e, TopocollError) else f"{e.strerror}: {e.filename}"
+            err.print(f"error: {msg}", markup=False, highlight=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _topology(spec: str):
+    from .topology.spec import load_topology
+
+    return load_topology(spec)
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def _ranks(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise typer.BadParameter(f"ranks must be comma-separated integers, got {text!r}") from None
+
+
+# ------------------------------------------------------------------- topology
+@topology_app.command("show")
+@_handle_errors
+def topology_show(spec: Annotated[str, typer.Argument(help="Generator spec or file.")],
+                  as_json: JsonOpt = False) -> None:
+    """Summarize a topology: ranks, switches, links, bandwidths, diameter, dimensions."""
+    t = _topology(spec)
+    d = t.describe()
+    if as_json:
+        _print_json(d)
+        return
+    table = Table(title=f"topology {t.name}", show_header=False)
+    for k, v in d.items():
+        if k.endswith("_Bps"):
+            v = format_rate(v)
+        elif k.endswith("_s"):
+            v = format_time(v)
+        table.add_row(k, ", ".join(v) if isinstance(v, list) else str(v))
+    out.print(table)
+
+
+@topology_app.command("validate")
+@_handle_errors
+def topology_validate(path: Annotated[Path, typer.Argument(help="YAML/JSON topology file.")],
+                      as_json: JsonOpt = False) -> None:
+    """Check a topology file; print a summary, or the offending item and exit 2."""
+    t = _topology(str(path))
+    if as_json:
+        _print_json({"valid": True, **t.describe()})
+    else:
+        out.print(f"valid: {t.name}: {t.num_ranks} ranks, {t.num_switches} switches, "
+                  f"{len(t.links)} links", highlight=False)
+
+
+# -------------------------------------------------------------------- compare
+@app.command()
+@_handle_errors
+def compare(topology: TopoOpt,
+            collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
+            size: Annotated[list[str] | None, typer.Option("--size", "-s",
+                                                           help="Message size; repeatable.")] = None,
+            algorithm: Annotated[list[str] | None, typer.Option("--algorithm", "-a")] = None,
+            ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
+            root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
+            as_json: JsonOpt = False) -> None:
+    """Every applicable algorithm, verified and costed, fastest first, per size."""
+    from .optimize import compare_algorithms
+
+    t = _topology(topology)
+    sizes = [parse_size(s) for s in (size or ["64MiB"])]
+    rows = compare_algorithms(t, collective, sizes, algorithms=algorithm, ranks=_ranks(ranks),
+                              root=root)
+    if as_json:
+        _print_json([r.to_dict() for r in rows])
+        return
+    _print_rows(f"{collective} on {t.name}", rows)
+
+
+def _print_rows(title: str, rows) -> None:
+    from .report import compare_table
+
+    cells = compare_table(rows)
+    table = Table(title=title)
+    for h in cells[0]:
+        table.add_column(h, justify="left" if h in ("algorithm", "params") else "right")
+    last = None
+    for r, c in zip(rows, cells[1:], strict=True):
+        if last is not None and r.size_bytes != last:
+            table.add_section()
+        last = r.size_bytes
+        table.add_row(*c, style=None if r.verified else "red")
+    out.print(table)
+
+
+# ---------------------------------------------------------- synth and verify
+@app.command()
+@_handle_errors
+def synth(topology: TopoOpt,
+          collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
+          algorithm: Annotated[str, typer.Option("--algorithm", "-a")] = "ring",
+          output: Annotated[Path, typer.Option("--output", "-o",
+                                               help=".json or .npz")] = Path("schedule.json"),
+          ranks: Annotated[str | None, typer.Option()] = None,
+          root: Annotated[int | None, typer.Option()] = None,
+          option: Annotated[list[str] | None, typer.Option("--option", help="key=value")] = None,
+          as_json: JsonOpt = False) -> None:
+    """Synthesize a schedule and write it to a file."""
+    from .schedule import save_schedule
+    from .synth import find_synthesizer
+
+    t = _topology(topology)
+    syn = find_synthesizer(algorithm, collective)
+    kwargs: dict[str, Any] = {}
+    for o in option or []:
+        k, _, v = o.partition("=")
+        if not _ or not k:
+            raise typer.BadParameter(f"--option must be key=value, got {o!r}")
+        kwargs[k] = int(v) if v.lstrip("-").isdigit() else v
+    if ranks:
+        kwargs["ranks"] = _ranks(ranks)
+    if root is not None:
+        kwargs["root"] = root
+    s = syn(t, **kwargs)
+    save_schedule(s, output)
+    info = {"output": str(output), "algorithm": algorithm, "collective": collective,
+            "steps": s.num_steps, "transfers": s.num_transfers,
+            "chunks": s.collective.num_chunks}
+    if as_json:
+        _print_json(info)
+    else:
+        out.print(f"wrote {output}: {algorithm} {collective}, {s.num_steps} steps, "
+                  f"{s.num_transfers} transfers", highlight=False)
+
+
+@app.command()
+@_handle_errors
+def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
+           topology: Annotated[str | None, typer.Option("--topology", "-t")] = None,
+           max_violations: int = 50, as_json: JsonOpt = False) -> None:
+    """Verify a schedule file; exit 1 and list violations if it is wrong."""
+    from .schedule import load_schedule
+    from .verification import verify as _verify
+
+    s = load_schedule(schedule)
+    t = _topology(topology) if topology else None
+    rep = _verify(s, t, collect=True, max_violations=max_violations)
+    if as_json:
+        _print_json({"ok": rep.ok, "method": rep.method, "error_probability": rep.error_probability,
+                     "total_violations": rep.total_violations,
+                     "violations": [dataclasses.asdict(v) for v in rep.violations]})
+    elif rep.ok:
+        out.print(f"ok: {s.collective.describe()} in {s.num_steps} steps verified "
+                  f"({rep.method}, error probability <= {rep.error_probability:.1e})",
+                  highlight=False)
+    else:
+        for v in rep.violations:
+            err.print(f"{v.kind}: {v.message}", markup=False, highlight=False)
+        err.print(f"{rep.total_violations} violation(s)", highlight=False)
+    if not rep.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+@_handle_errors
+def cost(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
+         topology: TopoOpt,
+         size: Annotated[list[str] | None, typer.Option("--size", "-s")] = None,
+         as_json: JsonOpt = False) -> None:
+    """Cost a schedule file with the analytical (alpha-beta, congestion) model."""
+    from .cost import AlphaBeta
+    from .schedule import load_schedule
+
+    s = load_schedule(schedule)
+    t = _topology(topology)
+    results = [AlphaBeta().evaluate(s, t, parse_size(n)) for n in (size or ["64MiB"])]
+    if as_json:
+        _print_json([{"size_bytes": r.message_bytes, "time_s": r.time, "algbw_Bps": r.algbw,
+                      "busbw_Bps": r.busbw, "bound_s": r.bound,
+                      "bound_fraction": r.bound_fraction} for r in results])
+        return
+    table = Table(title=f"{s.name or 'schedule'} on {t.name}")
+    for h in ("size", "time", "algbw", "busbw", "% of bound"):
+        table.add_column(h, justify="right")
+    for r in results:
+        table.add_row(format_size(r.message_bytes), format_time(r.time), format_rate(r.algbw),
+                      format_rate(r.busbw), f"{100 * r.bound_fraction:.1f}%")
+    out.print(table)
+
+
+# ----------------------------------------------------------------------- demo
+DEMO_FABRICS = (
+    ("torus:8x8,bw=400Gbps,lat=100ns", "allreduce"),
+    ("fattree:k=4,bw=100Gbps,lat=500ns,routing=ecmp", "allreduce"),
+    ("dgx-h100:2", "allreduce"),
+    ("hier:ring(4,100GB/s,200ns)x switch(8,25GB/s,1500ns)", "allgather"),
+)
+DEMO_SIZES = ("32KiB", "1MiB", "64MiB")
+
+
+@app.command()
+@_handle_errors
+def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocoll-report.md"),
+         as_json: JsonOpt = False) -> None:
+    """The main job on built-in defaults: representative fabrics, all algorithms, a report."""
+    from rich.progress import Progress
+
+    from .optimize import compare_algorithms
+    from .report import demo_markdown
+
+    sizes = [parse_size(s) for s in DEMO_SIZES]
+    sections = []
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("demo", total=len(DEMO_FABRICS))
+        for spec, kind in DEMO_FABRICS:
+            t = _topology(spec)
+            bar.update(task, description=f"{kind} on {t.name}")
+            rows = compare_algorithms(
+                t, kind, sizes, progress=lambda name, t=t: bar.update(
+                    task, description=f"{kind} on {t.name}: {name}"))
+            sections.append((f"{t.name} ({t.num_ranks} ranks, {t.num_switches} switches)",
+                             kind, rows))
+            bar.advance(task)
+    output.write_text(demo_markdown(
+        sections, header="Every applicable algorithm, verified by symbolic execution and "
+                         "costed with the alpha-beta model with link congestion. "
+                         "`% of bound` is the lower bound's time divided by the schedule's."))
+    if as_json:
+        _print_json([{"topology": topo, "collective": kind, "rows": [r.to_dict() for r in rows]}
+                     for topo, kind, rows in sections])
+        return
+    for topo, kind, rows in sections:
+        _print_rows(f"{kind} on {topo}", rows)
+    out.print(f"report written to {output}", highlight=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+import json
+
+import numpy as np
+import pytest
+
+from topocoll.collective import allgather, allreduce, reduce_scatter
+from topocoll.errors import ScheduleError
+from topocoll.schedule import (
+    Op,
+    Schedule,
+    ScheduleBuilder,
+    Transfer,
+    concat,
+    load_schedule,
+    overlay,
+    relabel,
+    remap_chunks,
+    reverse,
+    save_schedule,
+    schedule_from_dict,
+    schedule_to_dict,
+)
+from topocoll.synth import ring_allgather, ring_allreduce
+from topocoll.topology import ring
+from topocoll.verification import verify
+
+
+def same(a: Schedule, b: Schedule) -> bool:
+    return (a.collective == b.collective and a.steps == b.steps and a.name == b.name
+            and dict(a.meta) == dict(b.meta))
+
+
+def test_builder_paths_and_multi_chunk():
+    b = ScheduleBuilder(allgather(3))
+    b.new_step().add(0, 1, [0], path=[0, 2, 1]).add_many([1, 2], [2, 0], [[1], [2]])
+    b.new_step().add_many([1, 2], [0, 1], ([0, 2, 3], [1, 0, 2]))
+    s = b.build(name="x")
+    assert s.num_steps == 2 and s.num_transfers == 5
+    assert s.step(0)[0].path == (0, 2, 1) and s.step(0)[1].path is None
+    assert s.step(1)[0].chunks == (1, 0) and s.step(1)[1].chunks == (2,)
+    assert s.chunk_counts().tolist() == [1, 1, 1, 2, 1]
+    assert s.transfer_steps().tolist() == [0, 0, 0, 1, 1]
+    rep = verify(s, collect=True)   # nothing ever brings chunk 0 to rank 2
+    assert [(v.kind, v.rank, v.chunk) for v in rep.violations] == [("missing_data", 2, 0)]
+
+
+def test_arrays_are_read_only():
+    s = ring_allgather(ring(4))
+    with pytest.raises(ValueError):
+        s.src[0] = 3
+
+
+def test_malformed_schedules_are_rejected():
+    c = allgather(2)
+    with pytest.raises(ScheduleError):
+        Schedule(c, [0, 2], [0, 1], [1, 0], [0, 0], [0, 1, 1], [0])  # empty chunk list
+    with pytest.raises(ScheduleError):
+        Schedule(c, [0, 3], [0, 1], [1, 0], [0, 0], [0, 1, 2], [0, 1])  # bad step_ptr
+    with pytest.raises(ScheduleError):
+        Schedule(c, [0, 2], [0, 1], [1, 0], [0, 3], [0, 1, 2], [0, 1])  # bad op
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_round_trip(tmp_path, suffix):
+    b = ScheduleBuilder(allgather(3))
+    b.add(0, 1, [0], path=[0, 1]).add(1, 2, [1]).new_step().add(2, 0, [2, 1], Op.COPY)
+    b.add(1, 0, [1]).add(0, 2, [0]).add(2, 1, [2]).new_step().add(1, 2, [0])
+    s = b.build(name="custom", meta={"k": "v"})
+    f = tmp_path / f"s{suffix}"
+    save_schedule(s, f)
+    assert same(load_schedule(f), s)
+    r = ring_allreduce(ring(5))
+    assert same(schedule_from_dict(json.loads(json.dumps(schedule_to_dict(r)))), r)
+
+
+@pytest.mark.parametrize("data,field", [
+    ({"type": "other"}, "type"), ({"type": "topocoll.schedule", "version": 99}, "version"),
+    ({"type": "topocoll.schedule", "version": 1}, "collective"),
+    ({"type": "topocoll.schedule", "version": 1, "collective": {"kind": "allgather", "ranks": [0, 1]},
+      "steps": [[{"src": 0, "dst": 1, "op": "move", "chunks": [0]}]]}, "transfer"),
+])
+def test_bad_files_name_the_field(data, field):
+    with pytest.raises(ScheduleError) as e:
+        schedule_from_dict(data)
+    assert field in str(e.value)
+
+
+def test_transforms_compose_correct_schedules():
+    t = ring(6)
+    ag = ring_allgather(t)
+    rs = reverse(ag, reduce_scatter(6))
+    assert verify(rs, t).ok
+    assert rs.num_steps == ag.num_steps
+    assert rs.step(0)[0].op is Op.REDUCE
+    ar = concat([rs, ag], allreduce(6, split=6))
+    assert verify(ar, t).ok and ar.num_steps == 2 * ag.num_steps
+    # relabel onto ranks 10..15 of a bigger ring
+    moved = relabel(ag, np.arange(6) + 10, allgather(range(10, 16)))
+    assert verify(moved, ring(16)).ok
+    # two half-size allgathers overlaid on disjoint chunk halves form a split-2 allgather
+    a = remap_chunks(ag, np.arange(6) * 2, allgather(6, split=2))
+    b = remap_chunks(ag, np.arange(6) * 2 + 1, allgather(6, split=2))
+    both = overlay([a, b], allgather(6, split=2))
+    assert both.num_steps == ag.num_steps and both.num_transfers == 2 * ag.num_transfers
+    assert verify(both, t).ok
+
+
+def test_reverse_of_broadcast_is_reduce():
+    from topocoll.collective import broadcast, reduce
+    c = broadcast(4, root=1)
+    s = Schedule.from_steps(c, [[Transfer(1, 0, (0,)), Transfer(1, 2, (0,))],
+                                [Transfer(2, 3, (0,))]])
+    assert verify(s).ok
+    r = reverse(s, reduce(4, root=1))
+    assert [len(st) for st in r.steps] == [1, 2]
+    assert verify(r).ok
