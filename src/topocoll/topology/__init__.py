@@ -1,7 +1,37 @@
 """Layer 1: what the network is. Topology model, generators, routing and I/O."""
 
 from .core import DIM_KINDS, ROUTINGS, Dim, Link, Topology
-from .generators import fully_connected, hypercube, line, mesh, ring, star, torus
+from .explicit import from_edges, from_matrix
+from .fabrics import dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
+from .generators import (
+                         DEFAULT_BANDWIDTH,
+                         DEFAULT_LATENCY,
+                         circulant,
+                         fully_connected,
+                         hypercube,
+                         line,
+                         mesh,
+                         random_regular,
+                         ring,
+                         star,
+                         torus,
+)
+from .hierarchical import multi_dim
+from .io import (
+                         load_topology_file,
+                         read_astra_network,
+                         save_topology,
+                         topology_from_dict,
+                         topology_to_dict,
+                         write_astra_network,
+)
+from .spec import GENERATOR_NAMES, load_topology, parse_spec
 
 __all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS",
-           "ring", "line", "fully_connected", "star", "torus", "mesh", "hypercube"]
+           "ring", "line", "fully_connected", "star", "torus", "mesh", "hypercube",
+           "circulant", "random_regular", "fat_tree", "leaf_spine", "dgx", "dgx_a100",
+           "dgx_h100", "from_matrix", "from_edges", "multi_dim",
+           "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY",
+           "parse_spec", "load_topology", "GENERATOR_NAMES",
+           "topology_to_dict", "topology_from_dict", "save_topology", "load_topology_file",
+           "read_astra_network", "write_astra_network"]

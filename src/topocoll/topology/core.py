@@ -66,8 +66,8 @@ class Link:
             raise TopologyError(f"{name}: a link must join two different nodes", item=name)
         if not (isinstance(self.bandwidth, (int, float)) and math.isfinite(self.bandwidth)
                 and self.bandwidth > 0):
-            raise TopologyError(f"{name}: bandwidth must be > 0 and finite (got {self.bandwidth!r})",
-                                item=name)
+            raise TopologyError(
+                f"{name}: bandwidth must be > 0 and finite (got {self.bandwidth!r})", item=name)
         if not (isinstance(self.latency, (int, float)) and math.isfinite(self.latency)
                 and self.latency >= 0):
             raise TopologyError(f"{name}: latency must be >= 0 and finite (got {self.latency!r})",
@@ -109,7 +109,8 @@ class Dim:
             raise TopologyError(f"dim bandwidth must be > 0, got {self.bandwidth!r}",
                                 item="dim bandwidth")
         if not self.latency >= 0:
-            raise TopologyError(f"dim latency must be >= 0, got {self.latency!r}", item="dim latency")
+            raise TopologyError(f"dim latency must be >= 0, got {self.latency!r}",
+                                item="dim latency")
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,6 +8,13 @@ Conventions shared by every generator:
   dimension (dimension 0 first, ``+`` direction before ``-``) so that the deterministic
   shortest-path rule of :meth:`Topology.path` yields dimension-order routing.
 - Ranks are numbered first, switches after them.
+- Where a Hamiltonian cycle over the ranks is cheap to construct, ``meta["ring_order"]``
+  holds it (every consecutive pair, including the wrap-around, is joined by links both
+  ways); ring synthesizers use it as their default order.
+
+Switched fabrics (:func:`fat_tree`, :func:`leaf_spine`, :func:`dgx`) live in
+:mod:`topocoll.topology.fabrics` and explicit graphs (:func:`from_matrix`,
+:func:`from_edges`) in :mod:`topocoll.topology.explicit`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -16,25 +23,25 @@ import math
 from collections.abc import Sequence
 
 from ..errors import TopologyError
+from ._common import (
+    DEFAULT_BANDWIDTH,
+    DEFAULT_LATENCY,
+    _cable,
+    _check_count,
+    _check_rate,
+    _check_time,
+    _per_dim,
+)
 from .core import Dim, Link, Topology
+from .explicit import from_edges, from_matrix
+from .fabrics import dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
 
 __all__ = ["ring", "line", "fully_connected", "star", "torus", "mesh", "hypercube",
-           "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY"]
+           "circulant", "random_regular", "fat_tree", "leaf_spine", "dgx", "dgx_a100",
+           "dgx_h100", "from_matrix", "from_edges", "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY"]
 
-DEFAULT_BANDWIDTH = 50e9
-DEFAULT_LATENCY = 1e-6
-
-
-def _check_count(n: int, what: str = "num_ranks", minimum: int = 2) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
-        raise TopologyError(f"{what} must be an integer >= {minimum}, got {n!r}",
-                            item=f"field '{what}'")
-    return n
-
-
-def _cable(links: list[Link], a: int, b: int, bw: float, lat: float, dim: int | None = None):
-    links.append(Link(a, b, bw, lat, dim))
-    links.append(Link(b, a, bw, lat, dim))
+#: How many derived seeds :func:`random_regular` tries before giving up on connectivity.
+RRG_MAX_TRIES = 32
 
 
 def ring(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
@@ -82,7 +89,8 @@ def line(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
     >>> line(4).describe()["rank_diameter_hops"]
     3
     """
-    return mesh((num_ranks,), bandwidth=bandwidth, latency=latency, name=name or f"line:{num_ranks}")
+    return mesh((num_ranks,), bandwidth=bandwidth, latency=latency,
+                name=name or f"line:{num_ranks}")
 
 
 def fully_connected(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
@@ -146,17 +154,62 @@ def _grid(shape: Sequence[int], wrap: bool, bandwidth, latency, name, kind) -> T
                 links.append(Link(r, r - stride, bws[k], lats[k], k))
         stride *= size
     dims = tuple(Dim(kind, s, bws[k], lats[k]) for k, s in enumerate(shape))
-    return Topology(name, n, 0, tuple(links), dims=dims)
+    order = _grid_ring_order(shape, wrap, links)
+    return Topology(name, n, 0, tuple(links), dims=dims,
+                    meta={"ring_order": order} if order else {})
 
 
-def _per_dim(value, ndim: int, what: str) -> tuple[float, ...]:
-    if isinstance(value, (int, float)):
-        return (float(value),) * ndim
-    vals = tuple(float(v) for v in value)
-    if len(vals) != ndim:
-        raise TopologyError(f"{what} has {len(vals)} values for {ndim} dimensions",
-                            item=f"field '{what}'")
-    return vals
+def _gray(shape: Sequence[int]) -> list[int]:
+    """Reflected mixed-radix Gray path over a grid (dimension 0 fastest): consecutive
+    entries differ by one step in one coordinate, so it is a Hamiltonian path of the mesh."""
+    seq = [0]
+    stride = 1
+    for size in shape:
+        seq = [x + stride * t for t in range(size) for x in (seq if t % 2 == 0 else seq[::-1])]
+        stride *= size
+    return seq
+
+
+def _snake(xs: list[int], ys: list[int], rank) -> list[int]:
+    """Hamiltonian cycle of the product of two paths when ``len(ys)`` is even: sweep the
+    columns ``xs[1:]`` back and forth along ``ys``, return along column ``xs[0]``."""
+    order = [rank(xs[0], ys[0])]
+    for j, y in enumerate(ys):
+        order += [rank(x, y) for x in (xs[1:] if j % 2 == 0 else xs[:0:-1])]
+    return order + [rank(xs[0], ys[j]) for j in range(len(ys) - 1, 0, -1)]
+
+
+def _grid_ring_order(shape: tuple[int, ...], wrap: bool, links: list[Link]) -> list[int] | None:
+    """A Hamiltonian cycle of a torus or mesh, verified against ``links``, or None.
+
+    Candidates: the identity on a 1-D grid; a snake (:func:`_snake`) over dimension 0 and a
+    Gray path of the other dimensions, whichever has an even length (exists whenever the
+    rank count is even); on an odd x odd 2-D torus, the snake of the first ``b - 1`` rows
+    with the last row spliced in between ranks 1 and 2 through the wrap-around links.
+    """
+    n = math.prod(shape)
+    a = shape[0]
+    rest = _gray(shape[1:])
+    candidates = []
+    if len(shape) == 1:
+        candidates.append(list(range(n)))
+    else:
+        if len(rest) % 2 == 0:
+            candidates.append(_snake(list(range(a)), rest, lambda x, y: x + a * y))
+        if a % 2 == 0:
+            candidates.append(_snake(rest, list(range(a)), lambda x, y: y + a * x))
+        if wrap and len(shape) == 2 and a >= 3:
+            b = shape[1]
+            order = _snake(list(range(a)), list(range(b - 1)), lambda x, y: x + a * y)
+            last = [1, 0] + list(range(a - 1, 1, -1))
+            candidates.append(order[:2] + [x + a * (b - 1) for x in last] + order[2:])
+    adjacent = {(lk.src, lk.dst) for lk in links}
+    for order in candidates:
+        if sorted(order) == list(range(n)) and all(
+                (order[i], order[i - 1]) in adjacent and (order[i - 1], order[i]) in adjacent
+                for i in range(n)):
+            return order
+    return None
 
 
 def torus(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_BANDWIDTH,
@@ -170,6 +223,11 @@ def torus(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_
         A dimension of size 2 gets a single link each way (no doubled wrap-around).
     bandwidth, latency : float or sequence of float
         One value for all dimensions or one per dimension.
+
+    Notes
+    -----
+    ``meta["ring_order"]`` is a Hamiltonian cycle (a snake) whenever one is constructed:
+    for every 1-D and 2-D torus and every torus with an even rank count.
 
     Examples
     --------
@@ -188,6 +246,9 @@ def mesh(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_B
          latency: float | Sequence[float] = DEFAULT_LATENCY, name: str | None = None) -> Topology:
     """Return an N-D mesh (a torus without wrap-around links).
 
+    ``meta["ring_order"]`` is a Hamiltonian cycle (a snake) when the rank count is even;
+    with an odd count none exists (the mesh is bipartite).
+
     Examples
     --------
     >>> len(mesh((3, 3)).links)
@@ -203,6 +264,7 @@ def hypercube(dimension: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     """Return a ``dimension``-dimensional hypercube of ``2**dimension`` ranks.
 
     Rank ``r`` links to ``r ^ (1 << k)`` for every ``k``; it is the torus ``2 x 2 x ... x 2``.
+    ``meta["ring_order"]`` is a Hamiltonian cycle of the cube.
 
     Examples
     --------
@@ -212,3 +274,133 @@ def hypercube(dimension: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     """
     d = _check_count(dimension, "dimension", minimum=1)
     return _grid((2,) * d, True, bandwidth, latency, name or f"hypercube:{d}", "ring")
+
+
+def circulant(num_ranks: int, jumps: Sequence[int], *, bandwidth: float = DEFAULT_BANDWIDTH,
+              latency: float = DEFAULT_LATENCY, directed: bool = False,
+              name: str | None = None) -> Topology:
+    """Return a circulant graph: rank ``r`` links to ``r + j`` and ``r - j`` (mod n) per jump.
+
+    Parameters
+    ----------
+    num_ranks : int
+        At least 2.
+    jumps : sequence of int
+        Distinct offsets; each is taken mod ``num_ranks``. Undirected, ``j`` and ``n - j``
+        are the same jump and ``j = n/2`` gives a single link each way (as in a ring of 2).
+    directed : bool
+        If True, only the links ``r -> r + j`` exist.
+
+    Returns
+    -------
+    Topology
+        Links are emitted jump by jump in the given order, ``+j`` before ``-j`` per rank;
+        ``dims`` is empty. When some jump ``j`` is coprime to ``n``, ``meta["ring_order"]``
+        is ``0, j, 2j, ...`` (mod n).
+
+    Raises
+    ------
+    TopologyError
+        ``item="jump j"`` for a jump that is a multiple of ``n`` (a self-loop) or repeats
+        another; ``item="field 'jumps'"`` if there are none or they cannot connect all ranks
+        (their gcd with ``n`` exceeds 1).
+
+    Examples
+    --------
+    >>> t = circulant(8, [1, 3])
+    >>> len(t.links), t.describe()["rank_diameter_hops"]
+    (32, 2)
+    >>> len(circulant(8, [1, 3], directed=True).links)
+    16
+    """
+    n = _check_count(num_ranks)
+    bw, lat = _check_rate(bandwidth), _check_time(latency)
+    jumps = tuple(jumps)
+    if not jumps:
+        raise TopologyError("circulant needs at least one jump", item="field 'jumps'")
+    seen: dict[int, int] = {}
+    for j in jumps:
+        if isinstance(j, bool) or not isinstance(j, int):
+            raise TopologyError(f"jump {j!r} must be an integer", item=f"jump {j!r}")
+        if j % n == 0:
+            raise TopologyError(f"jump {j} is a multiple of num_ranks={n}: every link would "
+                                "be a self-loop", item=f"jump {j}")
+        keys = {j % n} if directed else {j % n, -j % n}
+        dup = next((seen[k] for k in keys if k in seen), None)
+        if dup is not None:
+            raise TopologyError(f"jump {j} duplicates jump {dup} mod {n}"
+                                + ("" if directed else " (j and n-j are the same jump)"),
+                                item=f"jump {j}")
+        seen.update(dict.fromkeys(keys, j))
+    if math.gcd(n, *jumps) != 1:
+        raise TopologyError(f"jumps {list(jumps)} reach only ranks that are multiples of "
+                            f"{math.gcd(n, *jumps)}: the graph is disconnected",
+                            item="field 'jumps'")
+    links: list[Link] = []
+    for j in jumps:
+        for r in range(n):
+            links.append(Link(r, (r + j) % n, bw, lat))
+            if not directed and (2 * j) % n:
+                links.append(Link(r, (r - j) % n, bw, lat))
+    step = next((j for j in jumps if math.gcd(j, n) == 1), None)
+    meta = {"ring_order": [(i * step) % n for i in range(n)]} if step is not None else {}
+    label = name or (f"circulant:{n},jumps=" + "/".join(map(str, jumps))
+                     + (",directed=true" if directed else ""))
+    return Topology(label, n, 0, tuple(links), meta=meta)
+
+
+def random_regular(num_ranks: int, degree: int, *, seed: int,
+                   bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
+                   name: str | None = None) -> Topology:
+    """Return a connected random ``degree``-regular graph of bidirectional links.
+
+    Parameters
+    ----------
+    num_ranks : int
+        At least 2; ``num_ranks * degree`` must be even.
+    degree : int
+        Links per rank per direction, ``1 <= degree < num_ranks``.
+    seed : int
+        The graph is ``networkx.random_regular_graph(degree, num_ranks, seed=seed)``; if it
+        is disconnected, seeds ``seed + k * 1_000_003`` (k = 1, 2, ...) are tried, at most
+        :data:`RRG_MAX_TRIES` in all. Same seed, same topology.
+
+    Returns
+    -------
+    Topology
+        Cables in sorted ``(min, max)`` order, each as ``a -> b`` then ``b -> a``.
+
+    Raises
+    ------
+    TopologyError
+        On an impossible ``degree`` (``item="field 'degree'"``), a non-integer ``seed``, or if
+        no connected graph was found (``item="field 'seed'"``).
+
+    Examples
+    --------
+    >>> t = random_regular(16, 3, seed=1)
+    >>> len(t.links), t.describe()["rank_out_degree_max"]
+    (48, 3)
+    """
+    import networkx as nx
+
+    n = _check_count(num_ranks)
+    d = _check_count(degree, "degree", minimum=1)
+    bw, lat = _check_rate(bandwidth), _check_time(latency)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TopologyError(f"seed must be an integer, got {seed!r}", item="field 'seed'")
+    if d >= n or (n * d) % 2 or (d == 1 and n > 2):
+        raise TopologyError(f"no connected {d}-regular graph on {n} ranks (need degree < "
+                            "num_ranks, num_ranks * degree even, degree >= 2 unless "
+                            "num_ranks == 2)", item="field 'degree'")
+    for k in range(RRG_MAX_TRIES):
+        g = nx.random_regular_graph(d, n, seed=seed + k * 1_000_003)
+        if nx.is_connected(g):
+            break
+    else:
+        raise TopologyError(f"no connected {d}-regular graph on {n} ranks after "
+                            f"{RRG_MAX_TRIES} seeds derived from {seed}", item="field 'seed'")
+    links: list[Link] = []
+    for a, b in sorted(tuple(sorted(e)) for e in g.edges()):
+        _cable(links, a, b, bw, lat)
+    return Topology(name or f"rrg:{n},d={d},seed={seed}", n, 0, tuple(links))

@@ -1,0 +1,96 @@
+"""Topology, Link and Dim: validation on construction and the basic queries."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from topocoll.errors import TopologyError
+from topocoll.topology import Dim, Link, Topology, ring, star, torus
+
+
+def cable(a, b, bw=1e9, lat=0.0):
+    return (Link(a, b, bw, lat), Link(b, a, bw, lat))
+
+
+@pytest.mark.parametrize("args,item", [
+    ((1, 1, 1e9), "link 1->1"), ((0, 1, 0.0), "link 0->1"), ((0, 1, -1.0), "link 0->1"),
+    ((0, 1, math.nan), "link 0->1"), ((0, 1, math.inf), "link 0->1"),
+    ((0, 1, 1e9, -1e-9), "link 0->1"), ((0, 1, 1e9, math.inf), "link 0->1"),
+    ((True, 1, 1e9), "link True->1"), ((0, 1, "1e9"), "link 0->1")])
+def test_link_validation(args, item):
+    with pytest.raises(TopologyError) as e:
+        Link(*args)
+    assert e.value.item == item
+
+
+def test_dim_validation():
+    with pytest.raises(TopologyError):
+        Dim("torus", 4, 1e9)
+    with pytest.raises(TopologyError):
+        Dim("ring", 1, 1e9)
+    with pytest.raises(TopologyError):
+        Dim("ring", 4, 0.0)
+    with pytest.raises(TopologyError):
+        Dim("ring", 4, 1e9, -1.0)
+
+
+@pytest.mark.parametrize("make,item", [
+    (lambda: Topology("t", 0, 0, ()), "field 'num_ranks'"),
+    (lambda: Topology("t", 2, -1, cable(0, 1)), "field 'num_switches'"),
+    (lambda: Topology("t", 2, 0, cable(0, 1), routing="fastest"), "field 'routing'"),
+    (lambda: Topology("t", 2, 0, cable(0, 1) + (Link(1, 2, 1e9),)), "link 1->2"),
+    (lambda: Topology("t", 3, 0, cable(0, 1)), "rank 2"),
+    (lambda: Topology("t", 2, 0, (Link(0, 1, 1e9),)), "rank 1"),
+    (lambda: Topology("t", 2, 1, cable(0, 1)), "switch 2"),
+    (lambda: Topology("t", 2, 1, cable(0, 1) + (Link(0, 2, 1e9),)), "switch 2"),
+    (lambda: Topology("t", 2, 0, cable(0, 1), node_latency=(0.0,)), "field 'node_latency'"),
+    (lambda: Topology("t", 2, 0, cable(0, 1), node_latency=(0.0, -1.0)), "node 1"),
+    (lambda: Topology("t", 2, 0, cable(0, 1), dims=(Dim("ring", 4, 1e9),)), "field 'dims'"),
+    (lambda: Topology("t", 2, 0, ("not a link",)), "field 'links'"),
+])
+def test_topology_validation_names_the_offender(make, item):
+    with pytest.raises(TopologyError) as e:
+        make()
+    assert e.value.item == item
+
+
+def test_valid_edge_cases():
+    assert Topology("one", 1, 0, ()).num_nodes == 1
+    uni = Topology("uni", 3, 0, (Link(0, 1, 1e9), Link(1, 2, 1e9), Link(2, 0, 1e9)))
+    assert uni.describe()["rank_diameter_hops"] == 2  # strongly connected one way round
+    bundle = Topology("b", 2, 0, cable(0, 1) + (Link(0, 1, 3e9),))
+    assert bundle.links_between(0, 1) == [0, 2] and bundle.links_between(1, 0) == [1]
+    assert bundle.egress_bandwidth().tolist() == [4e9, 1e9]
+    assert bundle.adjacency()[0, 1] == 4e9
+
+
+def test_topology_is_immutable_and_normalizes():
+    t = Topology("t", 2, 0, list(cable(0, 1)), node_latency=[0, 1])
+    assert isinstance(t.links, tuple) and t.node_latency == (0.0, 1.0)
+    with pytest.raises(AttributeError):
+        t.name = "u"
+    with pytest.raises(ValueError):
+        t.link_bandwidth[0] = 5.0
+
+
+def test_queries_on_a_torus():
+    t = torus((4, 3))
+    for r in t.ranks:
+        assert t.rank_of(t.coords(r)) == r
+    assert t.coords(7) == (3, 1)
+    assert t.path(0, 5) == (0, 1, 5)  # dimension 0 first
+    hops = t.hop_distances()
+    assert hops[0, 6] == 2 + 1 and np.all(hops == hops.T)
+    g = t.to_networkx()
+    assert g.number_of_edges() == len(t.links) and g.nodes[0]["kind"] == "rank"
+    with pytest.raises(TopologyError) as e:
+        ring(4, bidirectional=False).coords(0)  # a unidirectional ring has no dims
+    assert e.value.item == "dims"
+
+
+def test_forwarding_latency_defaults_to_zero():
+    assert star(3).forwarding_latency.tolist() == [0.0] * 4
+    assert star(3, switch_latency=2e-7).forwarding_latency.tolist() == [0.0] * 3 + [2e-7]
