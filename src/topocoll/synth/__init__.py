@@ -5,6 +5,26 @@ that return a :class:`~topocoll.schedule.Schedule`.
 an applicability test and its tunable options; the common test and the CLI iterate it.
 """
 
+from .direct import (
+    direct_allgather,
+    direct_allreduce,
+    direct_alltoall,
+    direct_reduce_scatter,
+    pairwise_alltoall,
+    parameter_server_allreduce,
+)
+from .hierarchical import (
+    hierarchical_allgather,
+    hierarchical_allreduce,
+    hierarchical_reduce_scatter,
+)
+from .recursive import (
+    bruck_allgather,
+    rabenseifner_allreduce,
+    recursive_doubling_allgather,
+    recursive_doubling_allreduce,
+    recursive_halving_reduce_scatter,
+)
 from .registry import SYNTHESIZERS, Synthesizer, find_synthesizer, synthesizers_for
 from .ring import (
     bidirectional_ring_allgather,
@@ -14,10 +34,25 @@ from .ring import (
     ring_allreduce,
     ring_reduce_scatter,
 )
+from .trees import (
+    binary_tree_parents,
+    binomial_tree_allreduce,
+    binomial_tree_broadcast,
+    binomial_tree_reduce,
+    double_binary_tree_allreduce,
+    double_binary_tree_parents,
+)
 
 __all__ = [
     "SYNTHESIZERS", "Synthesizer", "find_synthesizer", "synthesizers_for",
     "ring_allgather", "ring_reduce_scatter", "ring_allreduce",
     "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",
     "bidirectional_ring_allreduce",
+    "recursive_doubling_allgather", "recursive_doubling_allreduce",
+    "recursive_halving_reduce_scatter", "rabenseifner_allreduce", "bruck_allgather",
+    "binomial_tree_broadcast", "binomial_tree_reduce", "binomial_tree_allreduce",
+    "double_binary_tree_allreduce", "binary_tree_parents", "double_binary_tree_parents",
+    "direct_allgather", "direct_reduce_scatter", "direct_allreduce", "direct_alltoall",
+    "pairwise_alltoall", "parameter_server_allreduce",
+    "hierarchical_allgather", "hierarchical_reduce_scatter", "hierarchical_allreduce",
 ]

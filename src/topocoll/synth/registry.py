@@ -8,13 +8,17 @@ from dataclasses import dataclass, field
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
-from . import ring
+from . import direct, hierarchical, recursive, ring, trees
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 
 
 def _always(topology: Topology, group: tuple[int, ...]) -> str | None:
     return None
+
+
+def _hierarchical_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return hierarchical.hierarchical_unsupported_reason(topology, group)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,29 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("bidirectional_ring", "allgather", ring.bidirectional_ring_allgather),
     Synthesizer("bidirectional_ring", "reduce_scatter", ring.bidirectional_ring_reduce_scatter),
     Synthesizer("bidirectional_ring", "allreduce", ring.bidirectional_ring_allreduce),
+    Synthesizer("recursive_doubling", "allgather", recursive.recursive_doubling_allgather),
+    Synthesizer("recursive_doubling", "allreduce", recursive.recursive_doubling_allreduce),
+    Synthesizer("recursive_halving", "reduce_scatter",
+                recursive.recursive_halving_reduce_scatter),
+    Synthesizer("rabenseifner", "allreduce", recursive.rabenseifner_allreduce),
+    Synthesizer("bruck", "allgather", recursive.bruck_allgather),
+    Synthesizer("binomial_tree", "broadcast", trees.binomial_tree_broadcast),
+    Synthesizer("binomial_tree", "reduce", trees.binomial_tree_reduce),
+    Synthesizer("binomial_tree", "allreduce", trees.binomial_tree_allreduce),
+    Synthesizer("double_binary_tree", "allreduce", trees.double_binary_tree_allreduce,
+                tunables={"pipeline": (1, 2, 4, 8, 16, 32)}),
+    Synthesizer("direct", "allgather", direct.direct_allgather),
+    Synthesizer("direct", "reduce_scatter", direct.direct_reduce_scatter),
+    Synthesizer("direct", "allreduce", direct.direct_allreduce),
+    Synthesizer("direct", "alltoall", direct.direct_alltoall),
+    Synthesizer("pairwise", "alltoall", direct.pairwise_alltoall),
+    Synthesizer("parameter_server", "allreduce", direct.parameter_server_allreduce),
+    Synthesizer("hierarchical", "allgather", hierarchical.hierarchical_allgather,
+                _hierarchical_applies),
+    Synthesizer("hierarchical", "reduce_scatter", hierarchical.hierarchical_reduce_scatter,
+                _hierarchical_applies),
+    Synthesizer("hierarchical", "allreduce", hierarchical.hierarchical_allreduce,
+                _hierarchical_applies),
 )
 
 

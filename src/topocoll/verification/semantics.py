@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit, prange
 
 from ..schedule import Schedule
 
@@ -136,18 +136,23 @@ def _init(state, target, pre_ptr, pre_idx, bitpos, h, exact):
 
 
 @njit(cache=True)
-def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
-           is_reduction, rec, limit, stop):
-    # The last lane of every cell is a write tag, 2 * step + copy + 1 (0: never written), kept
-    # in the cell itself so that a write touches one cache line.
+def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, exact,
+                pre_size, members, is_reduction, rec, limit, stop):
+    """All steps for the chunks ``c`` with ``c % nparts == part``; returns (kept, total).
+
+    Chunks never interact, so partitions run independently (one per thread). Checks that
+    concern a whole transfer (endpoints, op) are made by partition 0 only.
+
+    The last lane of every cell is a write tag, ``2 * step + copy + 1`` (0: never written),
+    kept in the cell itself so that a write touches one cache line.
+    """
     C, R, W1 = state.shape
     W = W1 - 1
     n = 0
     total = 0
     maxe = 0
     for s in range(len(step_ptr) - 1):
-        m = chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]]
-        maxe = max(maxe, m)
+        maxe = max(maxe, chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]])
     buf = np.empty((maxe, W), state.dtype)
     ok = np.empty(maxe, np.bool_)
     for s in range(len(step_ptr) - 1):
@@ -160,21 +165,25 @@ def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, me
             v = dst[t]
             tbad = False
             if u < 0 or u >= R or v < 0 or v >= R:
-                n, total = _rec(rec, n, total, limit, 0, t, -1, u if (u < 0 or u >= R) else v)
+                if part == 0:
+                    n, total = _rec(rec, n, total, limit, 0, t, -1,
+                                    u if (u < 0 or u >= R) else v)
                 tbad = True
             elif u == v:
-                n, total = _rec(rec, n, total, limit, 1, t, -1, u)
+                if part == 0:
+                    n, total = _rec(rec, n, total, limit, 1, t, -1, u)
                 tbad = True
-            if (not is_reduction) and op[t] == 1:
+            if part == 0 and (not is_reduction) and op[t] == 1:
                 n, total = _rec(rec, n, total, limit, 7, t, -1, -1)
             for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
                 k = e - base
                 ok[k] = False
-                if tbad:
-                    continue
                 c = chunks[e]
                 if c < 0 or c >= C:
-                    n, total = _rec(rec, n, total, limit, 2, t, c, -1)
+                    if part == 0 and not tbad:
+                        n, total = _rec(rec, n, total, limit, 2, t, c, -1)
+                    continue
+                if tbad or c % nparts != part:
                     continue
                 empty = True
                 for w in range(W):
@@ -232,6 +241,19 @@ def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, me
     return n, total
 
 
+@njit(cache=True, parallel=True)
+def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
+           is_reduction, rec, limit, stop):
+    nparts = rec.shape[0]
+    counts = np.zeros((nparts, 2), np.int64)
+    for part in prange(nparts):
+        n, total = _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state,
+                               exact, pre_size, members, is_reduction, rec[part], limit, stop)
+        counts[part, 0] = n
+        counts[part, 1] = total
+    return counts
+
+
 @njit(cache=True)
 def _final(state, target, post_ptr, post_idx, exact, rec, limit, stop):
     n = 0
@@ -286,21 +308,25 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
     state = np.zeros((C, num_ranks, W + 1), dtype=dtype)  # chunk-major: init/final stream
     target = np.zeros((C, W), dtype=dtype)
     pre, post = coll.pre_sets(), coll.post_sets()
-    _init(state, target, pre.indptr, pre.indices.astype(np.int64), bitpos, h, exact)
+    _init(state, target, pre.indptr, pre.indices, bitpos, h, exact)
 
     limit = out.limit - len(out.items)
-    rec = np.zeros((max(limit, 1), 4), dtype=np.int64)
-    n, total = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
-                      pre.sizes().astype(dtype), members, coll.is_reduction, rec, limit,
-                      stop_early)
-    for row in rec[:n]:
+    # one partition of the chunks per thread; a few thousand chunks at least per partition
+    nparts = max(1, min(get_num_threads(), C // 2048))
+    rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
+    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
+                    pre.sizes().astype(dtype), members, coll.is_reduction, rec, limit,
+                    stop_early)
+    rows = np.concatenate([rec[i, :counts[i, 0]] for i in range(nparts)])
+    rows = rows[np.lexsort((rows[:, 2], rows[:, 1]))]   # schedule order: transfer, then chunk
+    for row in rows[:limit]:
         out.add(_violation(s, row, exact))
-    out.total += total - n
+    out.total += int(counts[:, 1].sum()) - min(len(rows), limit)
     if out.full and stop_early:
         return 0
     limit = out.limit - len(out.items)
     rec = np.zeros((max(limit, 1), 4), dtype=np.int64)
-    n, total, cells = _final(state, target, post.indptr, post.indices.astype(np.int64), exact,
+    n, total, cells = _final(state, target, post.indptr, post.indices, exact,
                              rec, limit, stop_early)
     for row in rec[:n]:
         out.add(_final_violation(row, state, target, members, exact))

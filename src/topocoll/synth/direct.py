@@ -1,0 +1,242 @@
+"""Direct (one-shot) algorithms: every rank talks to every other rank at once.
+
+Direct allgather, reduce-scatter, allreduce (the "sharded parameter server": direct
+reduce-scatter then direct allgather) and alltoall; the pairwise-exchange alltoall that
+spreads the same traffic over ``p - 1`` steps; and the single parameter-server allreduce.
+These are latency-optimal on fully connected and switched fabrics, and the baselines
+against which topology-aware schedules are measured.
+
+References
+----------
+.. [1] Thakur, Rabenseifner and Gropp, "Optimization of collective communication
+   operations in MPICH", IJHPCA 19(1), 2005.
+.. [2] Li et al., "Scaling distributed machine learning with the parameter server",
+   OSDI 2014.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..collective import Collective
+from ..schedule import Op, Schedule, ScheduleBuilder
+from ..topology import Topology
+from ._common import require, resolve_group
+
+__all__ = ["direct_allgather", "direct_reduce_scatter", "direct_allreduce", "direct_alltoall",
+           "pairwise_alltoall", "parameter_server_allreduce"]
+
+
+def _pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs ``(i, j)`` of distinct positions, ``i`` major."""
+    i, j = np.divmod(np.arange(p * p), p)
+    keep = i != j
+    return i[keep], j[keep]
+
+
+def _one_shot(b: ScheduleBuilder, g: np.ndarray, reduce: bool) -> None:
+    """One step: position ``i`` sends block ``i`` to every ``j`` (allgather), or reduces
+    block ``j`` into every ``j`` (reduce-scatter)."""
+    i, j = _pairs(len(g))
+    if len(i):
+        b.new_step().add_many(g[i], g[j], j if reduce else i, Op.REDUCE if reduce else Op.COPY)
+
+
+def _direct(topology, ranks, kind: str, phases: Sequence[bool], split_p: bool) -> Schedule:
+    group = resolve_group(topology, ranks)
+    b = ScheduleBuilder(Collective(kind, group, len(group) if split_p else 1))
+    g = np.asarray(group, dtype=np.int64)
+    for reduce in phases:
+        _one_shot(b, g, reduce)
+    return b.build(name="direct")
+
+
+def direct_allgather(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+    """Return the direct allgather: one step in which every rank sends its block to
+    every other rank.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any topology (fully connected or switched fabrics suit it best).
+    ranks : sequence of int, optional
+        The participating ranks; ``ranks[i]`` owns block ``i``. Default: all ranks.
+
+    Returns
+    -------
+    Schedule
+        One step (none if ``p = 1``) of ``p(p - 1)`` single-chunk copies.
+
+    Raises
+    ------
+    TopologyError
+        If ``ranks`` names a rank outside the topology or repeats one.
+
+    Notes
+    -----
+    Each rank sends ``(p - 1)/p * message_bytes`` to ``p - 1`` peers at once. Works for
+    every ``p >= 1``.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fully_connected
+    >>> s = direct_allgather(fully_connected(4))
+    >>> s.num_steps, s.num_transfers
+    (1, 12)
+    """
+    return _direct(topology, ranks, "allgather", (False,), False)
+
+
+def direct_reduce_scatter(topology: Topology, *,
+                          ranks: Sequence[int] | None = None) -> Schedule:
+    """Return the direct reduce-scatter: one step in which every rank reduces block ``j``
+    into ``ranks[j]`` for every ``j`` but its own.
+
+    Notes
+    -----
+    One step of ``p(p - 1)`` reduces; ``ranks[j]`` combines ``p - 1`` incoming copies of
+    block ``j`` with its own. Each rank sends ``(p - 1)/p * message_bytes``. Parameters as
+    :func:`direct_allgather`.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fully_connected
+    >>> direct_reduce_scatter(fully_connected(3)).step(0)[0]
+    Transfer(src=0, dst=1, chunks=(1,), op=<Op.REDUCE: 1>, path=None)
+    """
+    return _direct(topology, ranks, "reduce_scatter", (True,), False)
+
+
+def direct_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+    """Return the direct allreduce: direct reduce-scatter then direct allgather on ``p``
+    shards (the "sharded parameter server").
+
+    Notes
+    -----
+    Two steps, ``p`` chunks; each rank sends ``2(p - 1)/p * message_bytes`` (the
+    bandwidth optimum) over ``p - 1`` peers per step. Parameters as
+    :func:`direct_allgather`.
+
+    Examples
+    --------
+    >>> from topocoll.topology import star
+    >>> s = direct_allreduce(star(4))
+    >>> s.num_steps, s.collective.num_chunks, float(s.bytes_sent(4.0)[0])
+    (2, 4, 6.0)
+    """
+    return _direct(topology, ranks, "allreduce", (True, False), True)
+
+
+def direct_alltoall(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+    """Return the direct alltoall: one step in which ``ranks[i]`` sends chunk
+    ``i*p + j`` to ``ranks[j]`` for every ``j != i``.
+
+    Notes
+    -----
+    One step of ``p(p - 1)`` single-chunk copies; each rank sends
+    ``(p - 1)/p * message_bytes``. Parameters as :func:`direct_allgather`.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fully_connected
+    >>> direct_alltoall(fully_connected(3)).step(0)[2]
+    Transfer(src=1, dst=0, chunks=(3,), op=<Op.COPY: 0>, path=None)
+    """
+    group = resolve_group(topology, ranks)
+    p = len(group)
+    g = np.asarray(group, dtype=np.int64)
+    b = ScheduleBuilder(Collective("alltoall", group, 1))
+    i, j = _pairs(p)
+    if len(i):
+        b.new_step().add_many(g[i], g[j], i * p + j, Op.COPY)
+    return b.build(name="direct")
+
+
+def pairwise_alltoall(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+    """Return the pairwise-exchange alltoall: in step ``s`` (``1 <= s < p``) position ``r``
+    sends its chunk for ``(r + s) mod p``.
+
+    Notes
+    -----
+    ``p - 1`` steps of ``p`` single-chunk copies; every rank sends and receives exactly
+    one chunk per step; each rank sends ``(p - 1)/p * message_bytes``. Works for every
+    ``p >= 1``. Parameters as :func:`direct_allgather`.
+
+    References
+    ----------
+    .. [1] Thakur, Rabenseifner and Gropp, IJHPCA 2005.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s = pairwise_alltoall(ring(4))
+    >>> s.num_steps, s.step(1)[3]
+    (3, Transfer(src=3, dst=1, chunks=(13,), op=<Op.COPY: 0>, path=None))
+    """
+    group = resolve_group(topology, ranks)
+    p = len(group)
+    g = np.asarray(group, dtype=np.int64)
+    b = ScheduleBuilder(Collective("alltoall", group, 1))
+    r = np.arange(p)
+    for s in range(1, p):
+        j = (r + s) % p
+        b.new_step().add_many(g[r], g[j], r * p + j, Op.COPY)
+    return b.build(name="pairwise")
+
+
+def parameter_server_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                               server: int | None = None) -> Schedule:
+    """Return the parameter-server allreduce: everyone reduces into one server, which
+    then sends the result to everyone.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any topology.
+    ranks : sequence of int, optional
+        The participating ranks. Default: all ranks.
+    server : int, optional
+        The server, a member of ``ranks``. Default: the first rank.
+
+    Returns
+    -------
+    Schedule
+        Two steps (none if ``p = 1``), one chunk.
+
+    Raises
+    ------
+    TopologyError
+        If ``ranks`` names a rank outside the topology or repeats one.
+    NotSupportedError
+        If ``server`` is not one of the ranks.
+
+    Notes
+    -----
+    Step 0: every other rank reduces its whole vector into the server (``p - 1``
+    concurrent reduces); step 1: the server copies the result to each of them. The server
+    sends and receives ``(p - 1) * message_bytes``, every other rank ``message_bytes``.
+    Works for every ``p >= 1``.
+
+    References
+    ----------
+    .. [1] Li et al., OSDI 2014.
+
+    Examples
+    --------
+    >>> from topocoll.topology import star
+    >>> s = parameter_server_allreduce(star(4), server=2)
+    >>> s.num_steps, s.bytes_sent(1.0).tolist()
+    (2, [1.0, 1.0, 3.0, 1.0])
+    """
+    group = resolve_group(topology, ranks)
+    srv = group[0] if server is None else int(server)
+    require(srv in group, f"server {server} is not one of the ranks {list(group)}")
+    workers = np.asarray([r for r in group if r != srv], dtype=np.int64)
+    b = ScheduleBuilder(Collective("allreduce", group, 1))
+    zeros = np.zeros(len(workers), dtype=np.int64)
+    if len(workers):
+        b.new_step().add_many(workers, srv, zeros, Op.REDUCE)
+        b.new_step().add_many(srv, workers, zeros, Op.COPY)
+    return b.build(name="parameter_server", meta={"server": str(srv)})
