@@ -1,0 +1,366 @@
+"""The alpha-beta cost model with link congestion (steps as barriers).
+
+References
+----------
+.. [1] Hockney, "The communication challenge for MPP: Intel Paragon and Meiko CS-2",
+   Parallel Computing 20(3), 1994 (the alpha-beta model).
+.. [2] De Sensi et al., "Swing: Short-cutting Rings for Higher Bandwidth Allreduce",
+   NSDI 2024 (alpha-beta with congestion on shared links).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from ..errors import ScheduleError, TopologyError
+from ..topology.core import ROUTINGS
+from ..topology.routing import Routes, path_routes, routes
+from .base import SimResult
+from .bounds import lower_bound
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+    from ..topology import Topology
+
+__all__ = ["AlphaBeta"]
+
+#: Transfers evaluated together (bounds temporary memory; a step is never split unless it
+#: alone exceeds this).
+TRANSFERS_PER_BATCH = 1 << 20
+#: Route entries (transfer, link) evaluated together.
+ENTRIES_PER_BATCH = 1 << 21
+#: (steps x links) cells of one batch's load table.
+LOAD_CELLS_PER_BATCH = 1 << 23
+#: Largest ``num_nodes ** 2`` for which (src, dst) pairs are numbered with a dense table.
+DENSE_PAIR_TABLE = 1 << 26
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """Alpha-beta cost with congestion: each step costs its slowest transfer.
+
+    Parameters
+    ----------
+    alpha : float
+        Per-transfer software overhead in seconds (>= 0), charged once per transfer.
+    routing : {'shortest', 'ecmp', 'spray'}, optional
+        Routing policy for transfers without an explicit path; defaults to the
+        topology's own ``routing``.
+    bound : bool
+        If True, attach :func:`topocoll.cost.bounds.lower_bound` (with the same ``alpha``)
+        to the result.
+
+    Notes
+    -----
+    How a schedule becomes time:
+
+    - Every transfer is routed: along its explicit path if it has one (each hop uses its
+      whole bundle of parallel links, split by bandwidth), else by the routing policy
+      (:mod:`topocoll.topology.routing`).
+    - Steps are barriers: step ``s + 1`` starts when every transfer of step ``s`` is done.
+      The total time is the sum of the step times; an empty step costs 0.
+    - Within a step the bytes of all transfers that cross a directed link add up:
+      ``load_l = sum_t bytes_t * frac_{t,l}``, with ``bytes_t`` = number of chunks times
+      ``collective.chunk_bytes(message_bytes)``.
+    - A transfer ``t`` finishes at ``alpha + latency_t + max_l load_l / bandwidth_l`` over
+      the links it uses, where ``latency_t`` is its route latency (link latencies plus
+      forwarding latency at intermediate nodes). Latency and serialization add once
+      (cut-through), not once per hop. A transfer from a node to itself crosses no link and
+      costs ``alpha``.
+    - A step takes the time of its slowest transfer.
+
+    Not modelled: per-hop store-and-forward, overlap between steps, rate sharing over
+    time inside a step (every transfer of a step is charged the full load of its most
+    loaded link, which is exact for a step of equal transfers and pessimistic otherwise),
+    compute time of reductions, and limits on ports or injection beyond link bandwidth.
+
+    Cost: ``O(transfers + route entries)`` numpy work, evaluated in batches of about
+    :data:`TRANSFERS_PER_BATCH` transfers; every distinct ``(src, dst)`` pair is routed
+    once.
+
+    References
+    ----------
+    .. [1] Hockney, Parallel Computing 20(3), 1994.
+    .. [2] De Sensi et al., NSDI 2024.
+
+    Examples
+    --------
+    Ring allreduce on a 4-rank ring (50 GB/s, 1 us links) costs
+    ``2(p - 1)(alpha + latency + n / (p B))``:
+
+    >>> from topocoll.topology import ring
+    >>> from topocoll.synth.ring import ring_allreduce
+    >>> t = ring(4)
+    >>> r = AlphaBeta(alpha=1e-6).evaluate(ring_allreduce(t), t, 4e9)
+    >>> round(r.time, 9), round(2 * 3 * (1e-6 + 1e-6 + 1e9 / 50e9), 9)
+    (0.120012, 0.120012)
+    >>> r.step_times.shape, r.bound_fraction < 1
+    ((6,), True)
+    """
+
+    alpha: float = 0.0
+    routing: str | None = None
+    bound: bool = True
+    name: ClassVar[str] = "alphabeta"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha)
+                and self.alpha >= 0):
+            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
+        if self.routing is not None and self.routing not in ROUTINGS:
+            raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
+                                item="routing")
+
+    def evaluate(self, schedule: Schedule, topology: Topology,
+                 message_bytes: float) -> SimResult:
+        """Return the alpha-beta time of ``schedule`` on ``topology``.
+
+        Parameters
+        ----------
+        schedule : Schedule
+            Any schedule whose node ids exist in ``topology``.
+        topology : Topology
+            The network.
+        message_bytes : float
+            The nccl-tests size ``S`` of the collective (>= 0).
+
+        Returns
+        -------
+        SimResult
+            ``time``, per-step times, bytes per link over the whole schedule and, if
+            ``bound`` is set, the lower bound.
+
+        Raises
+        ------
+        ScheduleError
+            If a transfer names a node that is not in ``topology`` or an explicit path
+            does not run from the transfer's source to its destination.
+        TopologyError
+            If a pair has no path or an explicit path uses a missing link.
+        """
+        if not (math.isfinite(message_bytes) and message_bytes >= 0):
+            raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
+        _check_nodes(schedule, topology)
+        explicit = _explicit(schedule)
+        pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
+        rt = routes(topology, pairs, self.routing or topology.routing)
+        ev = _Evaluator(schedule, topology, rt, pair_id, explicit,
+                        schedule.collective.chunk_bytes(message_bytes))
+        step_times = np.zeros(schedule.num_steps)
+        has = np.diff(schedule.step_ptr) > 0
+        for s0, s1 in _batches(schedule.step_ptr, len(topology.links), ev.max_route_len):
+            step_times[s0:s1] = ev.batch(s0, s1)
+        step_times = np.where(has, step_times + self.alpha, 0.0)
+        bound = None
+        if self.bound:
+            bound = lower_bound(schedule.collective, topology, message_bytes,
+                                alpha=self.alpha).time
+        return SimResult(float(step_times.sum()), step_times, ev.link_load, self.name,
+                         float(message_bytes), schedule.collective.kind,
+                         schedule.collective.num_ranks, bound)
+
+
+# ------------------------------------------------------------------ preparation
+def _check_nodes(schedule: Schedule, topology: Topology) -> None:
+    n = topology.num_nodes
+    for col in (schedule.src, schedule.dst):
+        if len(col) and (col.min() < 0 or col.max() >= n):
+            t = int(np.flatnonzero((col < 0) | (col >= n))[0])
+            raise ScheduleError(
+                f"step {schedule.step_of(t)}, transfer {schedule.src[t]}->{schedule.dst[t]}: "
+                f"node {col[t]} is not in topology {topology.name!r} (nodes 0..{n - 1})",
+                kind="not_in_topology", step=schedule.step_of(t), transfer=t)
+
+
+def _explicit(schedule: Schedule) -> np.ndarray | None:
+    """Mask of transfers that carry an explicit path (None if there are none), after
+    checking that each such path runs from the transfer's source to its destination."""
+    if not schedule.has_paths:
+        return None
+    pp = schedule.path_ptr
+    mask = np.diff(pp) > 0
+    t = np.flatnonzero(mask)
+    first, last = schedule.path_nodes[pp[t]], schedule.path_nodes[pp[t + 1] - 1]
+    bad = (first != schedule.src[t]) | (last != schedule.dst[t])
+    if bad.any():
+        i = int(t[bad][0])
+        raise ScheduleError(
+            f"step {schedule.step_of(i)}, transfer {schedule.src[i]}->{schedule.dst[i]}: "
+            f"explicit path runs {schedule.path_nodes[pp[i]]}->{schedule.path_nodes[pp[i+1]-1]}",
+            kind="path", step=schedule.step_of(i), transfer=i)
+    return mask
+
+
+def _keys(schedule: Schedule, n: int, a: int, b: int) -> np.ndarray:
+    return schedule.src[a:b].astype(np.int64) * n + schedule.dst[a:b]
+
+
+def _pair_index(schedule: Schedule, n: int, explicit: np.ndarray | None
+                ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """The distinct routed ``(src, dst)`` pairs and a map from pair keys to their row."""
+    T = schedule.num_transfers
+    chunks = range(0, T, TRANSFERS_PER_BATCH)
+
+    def routed_keys(a: int) -> np.ndarray:
+        k = _keys(schedule, n, a, min(a + TRANSFERS_PER_BATCH, T))
+        return k if explicit is None else k[~explicit[a:a + len(k)]]
+
+    if n * n <= DENSE_PAIR_TABLE:
+        seen = np.zeros(n * n, dtype=bool)
+        for a in chunks:
+            seen[routed_keys(a)] = True
+        ukeys = np.flatnonzero(seen)
+        del seen
+        table = np.empty(n * n, dtype=np.int32)  # only keys seen above are ever looked up
+        table[ukeys] = np.arange(len(ukeys), dtype=np.int32)
+
+        def pair_id(k: np.ndarray) -> np.ndarray:
+            return table[k]
+    else:
+        parts = [np.unique(routed_keys(a)) for a in chunks]
+        ukeys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+        def pair_id(k: np.ndarray) -> np.ndarray:
+            return np.searchsorted(ukeys, k)
+    return np.stack([ukeys // n, ukeys % n], axis=1), pair_id
+
+
+def _batches(step_ptr: np.ndarray, num_links: int, max_route_len: int
+             ) -> Iterator[tuple[int, int]]:
+    """Ranges of whole steps that respect the batch limits (a step that alone exceeds
+    them forms its own batch)."""
+    S = len(step_ptr) - 1
+    per_batch = max(1, min(TRANSFERS_PER_BATCH, ENTRIES_PER_BATCH // max(1, max_route_len)))
+    max_steps = max(1, LOAD_CELLS_PER_BATCH // max(1, num_links))
+    s0 = 0
+    while s0 < S:
+        s1 = int(np.searchsorted(step_ptr, step_ptr[s0] + per_batch, side="right")) - 1
+        s1 = min(max(s1, s0 + 1), s0 + max_steps, S)
+        yield s0, s1
+        s0 = s1
+
+
+def _segments(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return np.repeat(starts - (np.cumsum(counts) - counts), counts) + \
+        np.arange(int(counts.sum()), dtype=np.int64)
+
+
+# ------------------------------------------------------------------- evaluation
+class _Evaluator:
+    """Turns batches of steps into step times (without alpha) and accumulates link loads."""
+
+    def __init__(self, schedule: Schedule, topology: Topology, rt: Routes,
+                 pair_id: Callable[[np.ndarray], np.ndarray], explicit: np.ndarray | None,
+                 chunk_bytes: float) -> None:
+        self.s, self.topology, self.rt, self.pair_id = schedule, topology, rt, pair_id
+        self.explicit, self.chunk_bytes = explicit, chunk_bytes
+        self.n = topology.num_nodes
+        self.bw = topology.link_bandwidth
+        self.num_links = len(self.bw)
+        lens = np.diff(rt.ptr)
+        self.one_link = bool(len(lens) == 0 or (lens.min() == 1 and lens.max() == 1))
+        self.max_route_len = int(lens.max()) if len(lens) else 1
+        if explicit is not None:  # a path hop may use a whole bundle of parallel links
+            key = topology.link_src * self.n + topology.link_dst
+            bundle = int(np.unique(key, return_counts=True)[1].max()) if len(key) else 1
+            hops = int(np.diff(schedule.path_ptr).max())
+            self.max_route_len = max(self.max_route_len, hops * bundle)
+        self.link_load = np.zeros(self.num_links)
+        self.unit_chunks = schedule.chunk_ptr[-1] == schedule.num_transfers
+        if self.one_link and explicit is None:  # one link per pair, fraction 1
+            self.pair_link = rt.link[rt.ptr[:-1]]
+            self.inv_bw = 1.0 / self.bw
+
+    def _fast_batch(self, s0: int, s1: int) -> np.ndarray:
+        """:meth:`batch` when every routed pair uses exactly one link."""
+        sp = self.s.step_ptr
+        a, b = int(sp[s0]), int(sp[s1])
+        nsteps, L = s1 - s0, self.num_links
+        pid = self.pair_id(_keys(self.s, self.n, a, b))
+        link = self.pair_link[pid]
+        key = np.repeat(np.arange(nsteps, dtype=np.int64) * L, np.diff(sp[s0:s1 + 1]))
+        key += link
+        if self.unit_chunks:
+            load = np.bincount(key, minlength=nsteps * L) * self.chunk_bytes
+        else:
+            load = np.bincount(key, weights=self._bytes(a, b), minlength=nsteps * L)
+        self.link_load += load.reshape(nsteps, L).sum(axis=0)
+        val = self.rt.latency[pid] + load[key] * self.inv_bw[link]
+        return _step_max(val, sp[s0:s1 + 1] - a)
+
+    def _entries(self, a: int, b: int):
+        """Route entries of transfers ``a:b``: (owner offset, link, frac) sorted by owner,
+        and the latency of each transfer."""
+        k = _keys(self.s, self.n, a, b)
+        lat = np.zeros(b - a)
+        routed = np.arange(b - a) if self.explicit is None else \
+            np.flatnonzero(~self.explicit[a:b])
+        pid = self.pair_id(k[routed])
+        rt = self.rt
+        lat[routed] = rt.latency[pid]
+        cnt = rt.ptr[pid + 1] - rt.ptr[pid]
+        e = _segments(rt.ptr[pid], cnt)
+        owner, link, frac = np.repeat(routed, cnt), rt.link[e], rt.frac[e]
+        if self.explicit is not None and self.explicit[a:b].any():
+            ex = np.flatnonzero(self.explicit[a:b])
+            pr = path_routes(self.topology, self.s.path_ptr, self.s.path_nodes, ex + a)
+            lat[ex] = pr.latency
+            owner = np.concatenate([owner, np.repeat(ex, np.diff(pr.ptr))])
+            link = np.concatenate([link, pr.link])
+            frac = np.concatenate([frac, pr.frac])
+            order = np.argsort(owner, kind="stable")
+            owner, link, frac = owner[order], link[order], frac[order]
+        return owner, link, frac, lat
+
+    def _bytes(self, a: int, b: int) -> np.ndarray:
+        return np.diff(self.s.chunk_ptr[a:b + 1]) * self.chunk_bytes
+
+    def batch(self, s0: int, s1: int) -> np.ndarray:
+        """Times (without alpha) of steps ``s0:s1``."""
+        sp = self.s.step_ptr
+        a, b = int(sp[s0]), int(sp[s1])
+        if s1 - s0 == 1 and b - a > TRANSFERS_PER_BATCH:
+            return np.array([self._big_step(a, b)])
+        if self.one_link and self.explicit is None:
+            return self._fast_batch(s0, s1)
+        owner, link, frac, lat = self._entries(a, b)
+        nsteps, L = s1 - s0, self.num_links
+        tstep = np.repeat(np.arange(nsteps, dtype=np.int64), np.diff(sp[s0:s1 + 1]))
+        step_e = tstep[owner]
+        key = step_e * L + link
+        load = np.bincount(key, weights=self._bytes(a, b)[owner] * frac, minlength=nsteps * L)
+        self.link_load += load.reshape(nsteps, L).sum(axis=0)
+        val = lat[owner] + load[key] / self.bw[link]
+        ptr = np.zeros(nsteps + 1, dtype=np.int64)
+        np.cumsum(np.bincount(step_e, minlength=nsteps), out=ptr[1:])
+        return _step_max(val, ptr)
+
+    def _big_step(self, a: int, b: int) -> float:
+        """One step with more transfers than a batch: loads first, then the maximum."""
+        load = np.zeros(self.num_links)
+        ranges = [(x, min(x + TRANSFERS_PER_BATCH, b)) for x in range(a, b, TRANSFERS_PER_BATCH)]
+        for x, y in ranges:
+            owner, link, frac, _ = self._entries(x, y)
+            load += np.bincount(link, weights=self._bytes(x, y)[owner] * frac,
+                                minlength=self.num_links)
+        self.link_load += load
+        worst = 0.0
+        for x, y in ranges:
+            owner, link, _, lat = self._entries(x, y)
+            if len(link):
+                worst = max(worst, float((lat[owner] + load[link] / self.bw[link]).max()))
+        return worst
+
+
+def _step_max(val: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Per segment ``ptr[i]:ptr[i+1]`` of ``val``, its maximum (0 for empty segments)."""
+    out = np.zeros(len(ptr) - 1)
+    nz = ptr[1:] > ptr[:-1]
+    if nz.any():
+        out[nz] = np.maximum.reduceat(val, ptr[:-1][nz])
+    return np.maximum(out, 0.0)
