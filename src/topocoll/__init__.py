@@ -2,7 +2,15 @@
 
 Describe a fabric (:mod:`topocoll.topology`), state a collective
 (:mod:`topocoll.collective`), synthesize schedules (:mod:`topocoll.synth`), verify them
-(:mod:`topocoll.verification`) and cost them (:mod:`topocoll.cost`).
+(:func:`topocoll.verify`) and cost them (:mod:`topocoll.cost`).
 """
 
+from .errors import InfeasibleError, NotSupportedError, ScheduleError, TopocollError, TopologyError
+from .units import GB, MB, GBps, GiB, Gbps, KiB, MiB, ms, ns, us
+from .verification import verify
+
 __version__ = "0.1.0"
+
+__all__ = ["verify", "TopocollError", "TopologyError", "ScheduleError", "NotSupportedError",
+           "InfeasibleError", "KiB", "MiB", "GiB", "MB", "GB", "GBps", "Gbps", "us", "ns", "ms",
+           "__version__"]
