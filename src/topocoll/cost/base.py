@@ -46,6 +46,10 @@ class SimResult:
     bound : float or None
         A lower bound on ``time`` (e.g. :func:`topocoll.cost.bounds.lower_bound`), if
         computed.
+    transfer_start, transfer_finish : ndarray of float or None
+        Per-transfer times in seconds (indexed like the schedule's transfers), set by
+        the simulators in :mod:`topocoll.sim`; None for models that do not time
+        individual transfers.
 
     Examples
     --------
@@ -64,6 +68,8 @@ class SimResult:
     collective_kind: str
     num_ranks: int
     bound: float | None = None
+    transfer_start: np.ndarray | None = None
+    transfer_finish: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time", float(self.time))
@@ -73,6 +79,11 @@ class SimResult:
             a = np.array(getattr(self, name), dtype=np.float64)
             a.flags.writeable = False
             object.__setattr__(self, name, a)
+        for name in ("transfer_start", "transfer_finish"):
+            if getattr(self, name) is not None:
+                a = np.array(getattr(self, name), dtype=np.float64)
+                a.flags.writeable = False
+                object.__setattr__(self, name, a)
 
     @property
     def algbw(self) -> float:
