@@ -240,8 +240,9 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
                                      rel, start, finish, ht, hs, hk, hsize, seq)
         if nch == 0:
             continue
-        # incremental rule: if no unchanged active flow shares a link with a changed
-        # flow, the unchanged rates stay valid and each new flow runs at its bottleneck
+        # incremental rule: if every link of a changed flow now carries at most one flow
+        # and that flow is new, no unchanged flow shares a link with a changed one: the
+        # unchanged rates stay valid and each new flow runs at its own bottleneck
         for j in range(nch):
             f = changed[j]
             if isnew[f]:
@@ -251,7 +252,7 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
         for j in range(nch):
             f = changed[j]
             for e in range(ptr[f], ptr[f + 1]):
-                if nusers[link[e]] != tmp[link[e]]:
+                if nusers[link[e]] != tmp[link[e]] or nusers[link[e]] > 1:
                     local = False
         for j in range(nch):
             f = changed[j]

@@ -123,8 +123,9 @@ class FlowSim:
     - Each transfer is one flow with its route's fixed split (single path, bundle, ECMP
       or spray fractions from :mod:`topocoll.topology.routing`); rates are max-min fair
       under ``sum frac * rate <= bandwidth`` per directed link, by progressive filling,
-      recomputed at every instant where flows arrive or leave (only the new flows are
-      rated when no unchanged flow shares a link with a changed one).
+      recomputed at every instant where flows arrive or leave (incremental rule: when
+      every link of an arriving or leaving flow carries at most one flow, a new one,
+      only the new flows are rated).
     - Cut-through latency: the last byte arrives ``latency`` (route latency, with
       per-hop forwarding latency) after the flow drains.
     - With ``reduce_bandwidth``, each rank reduces arrived ``REDUCE`` transfers one at a
