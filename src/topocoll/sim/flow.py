@@ -233,7 +233,9 @@ def _step_times(schedule: Schedule, finish: np.ndarray) -> np.ndarray:
     """Growth of the running maximum of finish times, step by step."""
     S = schedule.num_steps
     per_step = np.zeros(S)
-    if len(finish):
-        np.maximum.at(per_step, schedule.transfer_steps(), finish)
+    sp = schedule.step_ptr
+    nz = np.flatnonzero(sp[1:] > sp[:-1])
+    if len(nz):
+        per_step[nz] = np.maximum.reduceat(finish, sp[nz])
     done = np.maximum.accumulate(per_step) if S else per_step
     return np.diff(done, prepend=0.0)
