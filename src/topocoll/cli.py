@@ -32,6 +32,8 @@ err = Console(stderr=True, soft_wrap=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TopoOpt = Annotated[str, typer.Option("--topology", "-t",
                                       help="Generator spec (e.g. torus:8x8,bw=400Gbps) or a file.")]
+BackendOpt = Annotated[str, typer.Option(
+    "--backend", "-b", help="Cost model: analytical (alpha-beta) or flow (flow-level simulator).")]
 
 
 def _handle_errors(fn):
@@ -112,14 +114,16 @@ def compare(topology: TopoOpt,
             algorithm: Annotated[list[str] | None, typer.Option("--algorithm", "-a")] = None,
             ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
             root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
+            backend: BackendOpt = "analytical",
             as_json: JsonOpt = False) -> None:
     """Every applicable algorithm, verified and costed, fastest first, per size."""
     from .optimize import compare_algorithms
+    from .sim.backends import cost_model
 
     t = _topology(topology)
     sizes = [parse_size(s) for s in (size or ["64MiB"])]
     rows = compare_algorithms(t, collective, sizes, algorithms=algorithm, ranks=_ranks(ranks),
-                              root=root)
+                              root=root, model=cost_model(backend))
     if as_json:
         _print_json([r.to_dict() for r in rows])
         return
@@ -215,14 +219,17 @@ def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.
 def cost(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
          topology: TopoOpt,
          size: Annotated[list[str] | None, typer.Option("--size", "-s")] = None,
+         backend: BackendOpt = "analytical",
          as_json: JsonOpt = False) -> None:
-    """Cost a schedule file with the analytical (alpha-beta, congestion) model."""
-    from .cost import AlphaBeta
+    """Cost a schedule file with the analytical (alpha-beta, congestion) model or a
+    simulator (``--backend``)."""
     from .schedule import load_schedule
+    from .sim.backends import cost_model
 
     s = load_schedule(schedule)
     t = _topology(topology)
-    results = [AlphaBeta().evaluate(s, t, parse_size(n)) for n in (size or ["64MiB"])]
+    model = cost_model(backend)
+    results = [model.evaluate(s, t, parse_size(n)) for n in (size or ["64MiB"])]
     if as_json:
         _print_json([{"size_bytes": r.message_bytes, "time_s": r.time, "algbw_Bps": r.algbw,
                       "busbw_Bps": r.busbw, "bound_s": r.bound,
@@ -281,6 +288,67 @@ def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocol
     for topo, kind, rows in sections:
         _print_rows(f"{kind} on {topo}", rows)
     out.print(f"report written to {output}", highlight=False)
+
+
+# ------------------------------------------------------------------- simulate
+@app.command()
+@_handle_errors
+def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
+             topology: TopoOpt,
+             size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
+             backend: Annotated[str, typer.Option("--backend", "-b",
+                                                  help="Simulator: flow.")] = "flow",
+             alpha: Annotated[str, typer.Option(help="Per-transfer overhead, e.g. 2us.")] = "0s",
+             reduce_bandwidth: Annotated[str | None, typer.Option(
+                 help="Per-rank reduction rate, e.g. 200GB/s (default: free).")] = None,
+             trace: Annotated[Path | None, typer.Option(
+                 help="Write a Chrome/Perfetto trace-event JSON timeline here.")] = None,
+             heatmap: Annotated[Path | None, typer.Option(
+                 help="Write a link-utilization heat map (PNG) here.")] = None,
+             as_json: JsonOpt = False) -> None:
+    """Simulate a schedule; per-transfer timing, busiest links, optional trace/heat map."""
+    from .errors import NotSupportedError
+    from .schedule import load_schedule
+    from .sim.backends import cost_model
+    from .sim.outputs import link_utilization, plot_utilization, write_trace
+    from .units import parse_rate, parse_time
+
+    if backend != "flow":
+        raise NotSupportedError(f"simulate supports --backend flow (got {backend!r}); "
+                                "use `topocoll cost --backend` for the analytical model")
+    s = load_schedule(schedule)
+    t = _topology(topology)
+    opts = {"reduce_bandwidth": parse_rate(reduce_bandwidth)} if reduce_bandwidth else {}
+    run = cost_model(backend, alpha=parse_time(alpha), **opts).run(s, t, parse_size(size))
+    r = run.result
+    if trace:
+        write_trace(run, trace)
+    if heatmap:
+        plot_utilization(run, heatmap)
+    _, util = link_utilization(run, bins=100)
+    busy = util.mean(axis=0)
+    top = [int(i) for i in busy.argsort(kind="stable")[::-1][:5] if busy[i] > 0]
+    info = {**r.to_dict(), "steps": s.num_steps, "transfers": s.num_transfers,
+            "first_start_s": float(r.transfer_start.min()) if s.num_transfers else 0.0,
+            "last_finish_s": r.time, **run.stats,
+            "busiest_links": [{"link": i, "src": int(t.link_src[i]), "dst": int(t.link_dst[i]),
+                               "mean_utilization": float(busy[i])} for i in top],
+            "trace": str(trace) if trace else None, "heatmap": str(heatmap) if heatmap else None}
+    if as_json:
+        info.pop("step_times_s")
+        info.pop("link_load_bytes")
+        _print_json(info)
+        return
+    out.print(f"{s.name or 'schedule'} on {t.name}, {format_size(r.message_bytes)}: "
+              f"{format_time(r.time)} ({backend}), algbw {format_rate(r.algbw)}, busbw "
+              f"{format_rate(r.busbw)}, {100 * (r.bound_fraction or 0):.1f}% of bound",
+              highlight=False)
+    for b in info["busiest_links"]:
+        out.print(f"  link {b['src']}->{b['dst']}: {100 * b['mean_utilization']:.1f}% busy",
+                  highlight=False)
+    for label, p in (("trace", trace), ("heat map", heatmap)):
+        if p:
+            out.print(f"{label} written to {p}", highlight=False)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ ALLOWED = {
     "optimize": {"topology", "collective", "schedule", "synth", "cost", "verification", "errors",
                  "units"},
     "report": {"optimize", "cost", "units", "errors"},
+    "sim": {"topology", "collective", "schedule", "errors", "units", "cost"},
     "cli": None,   # may import anything; nothing imports it
 }
 

@@ -1,0 +1,67 @@
+"""CLI: `topocoll simulate` and `--backend` on cost and compare."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from topocoll.cli import app
+
+runner = CliRunner()
+
+
+def _schedule(tmp_path, topo="ring:8", algo="ring"):
+    path = tmp_path / "s.json"
+    r = runner.invoke(app, ["synth", "-t", topo, "-a", algo, "-o", str(path)])
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def test_simulate_json_trace_heatmap(tmp_path):
+    s = _schedule(tmp_path)
+    trace, heat = tmp_path / "t.json", tmp_path / "h.png"
+    r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--backend", "flow",
+                            "--trace", str(trace), "--heatmap", str(heat), "-s", "8MiB",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert info["model"] == "flow" and info["transfers"] == 112 and info["steps"] == 14
+    assert info["time_s"] == info["last_finish_s"] > 0
+    assert info["busiest_links"] and 0 < info["busiest_links"][0]["mean_utilization"] <= 1
+    ev = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in ev) == 112
+    assert heat.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_simulate_table_and_errors(tmp_path):
+    s = _schedule(tmp_path)
+    r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--alpha", "1us",
+                            "--reduce-bandwidth", "100GB/s"])
+    assert r.exit_code == 0 and "(flow)" in r.output
+    for args, text in ((["--backend", "analytical"], "simulate supports"),
+                       (["--alpha", "soon"], "cannot parse time"),
+                       (["-t", "ring:4"], "not in topology")):
+        cmd = ["simulate", str(s), "-t", "ring:8", *args]
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 2, (args, r.output)
+        assert text in r.output and "Traceback" not in r.output
+        assert len(r.output.strip().splitlines()) == 1
+
+
+def test_cost_and_compare_backends_agree_without_contention(tmp_path):
+    s = _schedule(tmp_path)
+    times = {}
+    for b in ("analytical", "flow"):
+        r = runner.invoke(app, ["cost", str(s), "-t", "ring:8", "-s", "1MiB", "--backend", b,
+                                "--json"])
+        assert r.exit_code == 0, r.output
+        times[b] = json.loads(r.output)[0]["time_s"]
+    assert abs(times["flow"] - times["analytical"]) <= 1e-12 * times["analytical"]
+    r = runner.invoke(app, ["compare", "-t", "ring:8", "-a", "ring", "--backend", "flow",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.output)[0]
+    assert row["model"] == "flow" and row["verified"]
+    r = runner.invoke(app, ["cost", str(s), "-t", "ring:8", "--backend", "warp"])
+    assert r.exit_code == 2 and "unknown backend 'warp'" in r.output
