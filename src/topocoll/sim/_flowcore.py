@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .depends import finish_transfer, release_group
 from .events import heap_pop, heap_push
 
 INJECT, ARRIVE, DONE = 0, 1, 2
@@ -99,35 +100,6 @@ def waterfill(act, na, ptr, link, frac, cap, out, W, load, mark, stamp, lidx, li
 
 
 @numba.njit(cache=True)
-def _release(g, tau, alpha, rptr, rel, start, ht, hs, hk, hsize, seq):
-    for j in range(rptr[g], rptr[g + 1]):
-        t = rel[j]
-        start[t] = tau
-        hsize = heap_push(ht, hs, hk, hsize, tau + alpha, seq, 4 * t + INJECT)
-        seq += 1
-    return hsize, seq
-
-
-@numba.njit(cache=True)
-def _finish(t, tau, alpha, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel, start, finish,
-            ht, hs, hk, hsize, seq):
-    finish[t] = tau
-    for side in range(2):
-        g = gsrc[t] if side == 0 else gdst[t]
-        if side == 1 and g == gsrc[t]:
-            break
-        cnt[g] -= 1
-        u = gnode[g]
-        moved = False
-        while nxt[u] < nend[u] and cnt[nxt[u]] == 0:
-            nxt[u] += 1
-            moved = True
-        if moved and nxt[u] < nend[u]:
-            hsize, seq = _release(nxt[u], tau, alpha, rptr, rel, start, ht, hs, hk, hsize, seq)
-    return hsize, seq
-
-
-@numba.njit(cache=True)
 def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
              gsrc, gdst, gnode, count, nfirst, nend, rptr, rel, num_nodes):
     """Run the flow-level simulation; return ``(start, finish, log_t, log_f, log_r,
@@ -165,8 +137,8 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
     stamp = 0
     for u in range(num_nodes):
         if nfirst[u] < nend[u]:
-            hsize, seq = _release(nfirst[u], 0.0, alpha, rptr, rel, start, ht, hs, hk,
-                                  hsize, seq)
+            hsize, seq = release_group(nfirst[u], 0.0, alpha, rptr, rel, start, ht, hs, hk,
+                                       hsize, seq, 2, INJECT)
     now = 0.0
     while True:
         t_heap = ht[0] if hsize > 0 else np.inf
@@ -236,8 +208,9 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
                 hsize = heap_push(ht, hs, hk, hsize, cfree[dst[t]], seq, 4 * t + DONE)
                 seq += 1
             else:
-                hsize, seq = _finish(t, tau, alpha, gsrc, gdst, gnode, cnt, nxt, nend, rptr,
-                                     rel, start, finish, ht, hs, hk, hsize, seq)
+                hsize, seq = finish_transfer(t, tau, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
+                                             rptr, rel, start, finish, ht, hs, hk, hsize, seq,
+                                             2, INJECT)
         if nch == 0:
             continue
         # incremental rule: if every link of a changed flow now carries at most one flow

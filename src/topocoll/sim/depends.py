@@ -37,10 +37,12 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
+from .events import heap_push
+
 if TYPE_CHECKING:
     from ..schedule import Schedule
 
-__all__ = ["DependencyGroups", "dependency_groups"]
+__all__ = ["DependencyGroups", "dependency_groups", "release_group", "finish_transfer"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +72,11 @@ class DependencyGroups:
     node_end: np.ndarray
     release_ptr: np.ndarray
     release: np.ndarray
+
+    def group_node(self) -> np.ndarray:
+        """Node of every group, shape (G,)."""
+        return np.repeat(np.arange(len(self.node_first), dtype=np.int64),
+                         self.node_end - self.node_first)
 
 
 def dependency_groups(schedule: Schedule, num_nodes: int) -> DependencyGroups:
@@ -152,3 +159,37 @@ def _groups(src, dst, step, num_nodes):
         rel[pos[gsrc[t]]] = t
         pos[gsrc[t]] += 1
     return count[:G].copy(), gsrc, gdst, first, end, rptr, rel
+
+
+@numba.njit(cache=True)
+def release_group(g, tau, delay, rptr, rel, start, ht, hs, hk, hsize, seq, shift, kind):
+    """Release the transfers of group ``g`` at time ``tau``: record ``start`` and push
+    event ``(t << shift) | kind`` at ``tau + delay`` for each. Returns ``(hsize, seq)``."""
+    for j in range(rptr[g], rptr[g + 1]):
+        t = rel[j]
+        start[t] = tau
+        hsize = heap_push(ht, hs, hk, hsize, tau + delay, seq, (t << shift) | kind)
+        seq += 1
+    return hsize, seq
+
+
+@numba.njit(cache=True)
+def finish_transfer(t, tau, delay, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel, start,
+                    finish, ht, hs, hk, hsize, seq, shift, kind):
+    """Record that transfer ``t`` finished at ``tau`` and release every group whose node
+    pointer it moves (see the module notes). Returns ``(hsize, seq)``."""
+    finish[t] = tau
+    for side in range(2):
+        g = gsrc[t] if side == 0 else gdst[t]
+        if side == 1 and g == gsrc[t]:
+            break
+        cnt[g] -= 1
+        u = gnode[g]
+        moved = False
+        while nxt[u] < nend[u] and cnt[nxt[u]] == 0:
+            nxt[u] += 1
+            moved = True
+        if moved and nxt[u] < nend[u]:
+            hsize, seq = release_group(nxt[u], tau, delay, rptr, rel, start, ht, hs, hk,
+                                       hsize, seq, shift, kind)
+    return hsize, seq

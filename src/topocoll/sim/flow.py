@@ -206,8 +206,7 @@ class FlowSim:
             schedule, topology, self.routing or topology.routing,
             schedule.collective.chunk_bytes(message_bytes))
         dep = dependency_groups(schedule, topology.num_nodes)
-        gnode = np.repeat(np.arange(topology.num_nodes, dtype=np.int64),
-                          dep.node_end - dep.node_first)
+        gnode = dep.group_node()
         start, finish, lt, lf, lr, stats = simulate(
             ptr, link, frac, lat, nbytes, schedule.op == Op.REDUCE,
             schedule.dst.astype(np.int64), topology.link_bandwidth.astype(np.float64),
