@@ -18,7 +18,6 @@ SH = 3
 PF, PS, PN, PB, PE, PX = 0, 1, 2, 3, 4, 5
 # packet states at the sender
 UNSENT, INFLIGHT, ACKED, LOST = 0, 1, 2, 3
-DUPTHRESH = 3
 
 
 @numba.njit(cache=True, inline="always")
@@ -60,7 +59,7 @@ def _next_link(f, v, ptr, link, frac, lsrc, spray, seed):
 def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival, T,
                     reduce, reduce_bw, alpha, gsrc, gdst, gnode, count, nfirst, nend, rptr,
                     rel, lsrc, ldst, cap, llat, fwd, buf_cap, drop_b, ecn_b, mtu, header,
-                    cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes):
+                    cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes, dupthresh):
     np.random.seed(seed)
     F, L, N, C = len(nbytes), len(cap), len(fwd), num_classes
     npk = np.zeros(F, np.int64)
@@ -218,9 +217,9 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
                     marked_w[f] += 1
                 while cum[f] < npk[f] and st[off[f] + cum[f]] == ACKED:
                     cum[f] += 1
-                # selective-ack loss detection: DUPTHRESH later packets acked
+                # selective-ack loss detection: dupthresh later packets acked
                 lost = False
-                for s2 in range(cum[f], s - DUPTHRESH + 1):
+                for s2 in range(cum[f], s - dupthresh + 1):
                     k2 = off[f] + s2
                     if st[k2] == INFLIGHT and sent_t[k2] <= sent_t[k]:
                         st[k2] = LOST

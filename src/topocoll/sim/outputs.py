@@ -1,8 +1,8 @@
 """What a simulation run shows a person: utilization over time, a trace, a heat map.
 
-All functions take a :class:`~topocoll.sim.flow.FlowRun` (or anything with the same
-fields: ``result``, ``schedule``, ``topology``, ``transfer_bytes``, ``route_*`` and the
-rate log ``log_time``/``log_flow``/``log_rate``).
+All functions take a :class:`~topocoll.sim.flow.FlowRun` (utilization integrated from
+its rate log) or a :class:`~topocoll.sim.packet.PacketRun` (utilization from its
+per-bin byte counts; the trace then also carries queue-occupancy counters).
 
 - :func:`link_utilization`: a ``(bins, links)`` matrix of the fraction of each link's
   capacity used, averaged over each time bin, integrated exactly from the rate log.
@@ -89,7 +89,9 @@ def link_utilization(run, bins: int = 100, end: float | None = None
         Bin edges in seconds.
     util : ndarray, shape (bins, links)
         Bytes carried in each bin divided by ``bandwidth x bin width``: the average
-        fraction of capacity used, in [0, 1].
+        fraction of capacity used, in [0, 1]. For a packet-level run the bytes are those
+        recorded per statistics bin (at the end of each packet's serialization), spread
+        uniformly inside that bin, so values can exceed 1 slightly at bin edges.
 
     Raises
     ------
@@ -100,12 +102,19 @@ def link_utilization(run, bins: int = 100, end: float | None = None
         raise ValueError(f"bins must be >= 1, got {bins}")
     end = float(run.result.time if end is None else end)
     edges = np.linspace(0.0, end if end > 0 else 1.0, bins + 1)
+    bw = run.topology.link_bandwidth[None, :]
+    if hasattr(run, "link_bytes"):  # packet level: rebin the recorded bytes per bin
+        fine = np.arange(len(run.link_bytes) + 1) * run.bin_width
+        cum = np.vstack([np.zeros((1, run.link_bytes.shape[1])),
+                         np.cumsum(run.link_bytes, axis=0)])
+        at = np.stack([np.interp(edges, fine, cum[:, l]) for l in range(cum.shape[1])], 1)
+        return edges, np.diff(at, axis=0) / (bw * (edges[1] - edges[0]))
     out = np.zeros((bins, len(run.topology.links)))
     t0, t1, f, r = _segments(run)
     if len(t0):
         _bin_bytes(t0, t1, f.astype(np.int64), r, run.route_ptr, run.route_link,
                    run.route_frac, edges, out)
-    return edges, out / (run.topology.link_bandwidth[None, :] * (edges[1] - edges[0]))
+    return edges, out / (bw * (edges[1] - edges[0]))
 
 
 def _lanes(start: np.ndarray, finish: np.ndarray, owner: np.ndarray) -> np.ndarray:
@@ -172,6 +181,11 @@ def trace_events(run, *, counters: int = 16, bins: int = 200) -> dict[str, Any]:
             for k in range(bins):
                 ev.append({"ph": "C", "name": name, "pid": cpid, "ts": float(edges[k]) * 1e6,
                            "args": {"utilization": round(float(util[k, l]), 6)}})
+            if hasattr(run, "queue_max"):  # packet level: queue occupancy per stats bin
+                for k in range(len(run.queue_max)):
+                    ev.append({"ph": "C", "name": f"queue {name}", "pid": cpid,
+                               "ts": k * run.bin_width * 1e6,
+                               "args": {"bytes": int(run.queue_max[k, l])}})
     return {"traceEvents": ev, "displayTimeUnit": "ns",
             "otherData": {"model": res.model, "topology": topo.name,
                           "schedule": s.name, "message_bytes": run.message_bytes,

@@ -122,6 +122,9 @@ class PacketSim:
         one packet per hop (line rate from the start, as datacenter transports do).
     rto : float
         Retransmission timeout in seconds.
+    dupthresh : int
+        A packet is declared lost once this many packets sent after it are acknowledged
+        (RFC 6675's DupThresh); raise it with ``ecmp='spray'``, which reorders packets.
     dctcp_g : float
         DCTCP's gain for the marked-fraction average.
     alpha, reduce_bandwidth : float
@@ -145,7 +148,7 @@ class PacketSim:
       before it is queued again.
     - Transport (per transfer): window in packets, starting at ``init_cwnd``; each data
       packet is acknowledged selectively; a packet is lost when three later packets sent
-      after it have been acknowledged or when it is older than ``rto`` at a timer tick;
+      after it (``dupthresh``) have been acknowledged or when it is older than ``rto`` at a timer tick;
       lost packets are resent first. ECN echo: DCTCP window cut ``cwnd * (1 - a/2)``
       once per window, ``a`` the moving average of the marked fraction; a loss halves the
       window; a timeout sets it to 1 with slow start up to half the old window; otherwise
@@ -179,6 +182,7 @@ class PacketSim:
     routing: str | None = None
     init_cwnd: float | None = None
     rto: float = 1e-3
+    dupthresh: int = 3
     dctcp_g: float = 1 / 16
     alpha: float = 0.0
     reduce_bandwidth: float | None = None
@@ -204,6 +208,8 @@ class PacketSim:
         for name in ("rto", "buffer_bytes"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not (isinstance(self.dupthresh, int) and self.dupthresh >= 1):
+            raise ValueError(f"dupthresh must be an int >= 1, got {self.dupthresh!r}")
         if not 0 < self.dctcp_g <= 1:
             raise ValueError(f"dctcp_g must be in (0, 1], got {self.dctcp_g!r}")
         if not (math.isfinite(self.alpha) and self.alpha >= 0):
@@ -264,7 +270,7 @@ class PacketSim:
             _classes(self.drop_bytes, "drop_bytes"), _classes(self.ecn_bytes, "ecn_bytes"),
             int(self.mtu), int(self.header_bytes), cwnd0, max_cwnd, float(self.rto),
             float(self.dctcp_g), self.ecmp == "spray", int(self.seed), float(bin_w),
-            NUM_CLASSES)
+            NUM_CLASSES, int(self.dupthresh))
         wall = time.perf_counter() - t0
         tf = finish[:T]
         load = np.bincount(link[:ptr[T]], weights=np.repeat(nbytes[:T], np.diff(ptr[:T + 1]))
