@@ -122,7 +122,7 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
                 start[t] = 0.0
                 hsize = heap_push(ht, hs, hk, hsize, alpha, seq, (t << SH) | INJECT)
                 seq += 1
-    now = 0.0
+    now, tlast = 0.0, 0.0
     while hsize > 0:
         # outstanding events <= 2 per flow + 1 per link + 1 per live packet; one event
         # adds at most F + L of them (releases, and TXDONE on idle links)
@@ -134,6 +134,8 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
         now, key, hsize = heap_pop(ht, hs, hk, hsize)
         stats[0] += 1
         i, kind = key >> SH, key & 7
+        if kind != RTO:
+            tlast = now
         b = int(now / bin_w)
         if b >= nbins:
             nb2 = max(2 * nbins, b + 1)
@@ -305,7 +307,7 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
                 hsize, seq = finish_transfer(f, now, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
                                              rptr, rel, start, finish, ht, hs, hk, hsize, seq,
                                              SH, INJECT)
-    last = int(now / bin_w) + 1
+    last = int(tlast / bin_w) + 1  # timers left after the last delivery do not count
     return (start, finish, txb[:last], qbin[:last], drops, marks, qmax, stats)
 
 

@@ -81,7 +81,8 @@ def link_utilization(run, bins: int = 100, end: float | None = None
     bins : int
         Number of equal time bins over ``[0, end]``.
     end : float, optional
-        End of the time axis; defaults to the completion time of the run.
+        End of the time axis; defaults to the completion time of the run (for a packet
+        run, the end of its last statistics bin if that is later).
 
     Returns
     -------
@@ -100,7 +101,11 @@ def link_utilization(run, bins: int = 100, end: float | None = None
     """
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
-    end = float(run.result.time if end is None else end)
+    if end is None:
+        end = run.result.time
+        if hasattr(run, "link_bytes"):  # cover every recorded statistics bin
+            end = max(end, len(run.link_bytes) * run.bin_width)
+    end = float(end)
     edges = np.linspace(0.0, end if end > 0 else 1.0, bins + 1)
     bw = run.topology.link_bandwidth[None, :]
     if hasattr(run, "link_bytes"):  # packet level: rebin the recorded bytes per bin
