@@ -147,9 +147,9 @@ class PacketSim:
       (link latency) and, at an intermediate node, waits the node's forwarding latency
       before it is queued again.
     - Transport (per transfer): window in packets, starting at ``init_cwnd``; each data
-      packet is acknowledged selectively; a packet is lost when three later packets sent
-      after it (``dupthresh``) have been acknowledged or when it is older than ``rto`` at a timer tick;
-      lost packets are resent first. ECN echo: DCTCP window cut ``cwnd * (1 - a/2)``
+      packet is acknowledged selectively; a packet is lost when ``dupthresh`` packets
+      sent after it have been acknowledged, or when it is older than ``rto`` at a timer
+      tick; lost packets are resent first. ECN echo: DCTCP window cut ``cwnd * (1 - a/2)``
       once per window, ``a`` the moving average of the marked fraction; a loss halves the
       window; a timeout sets it to 1 with slow start up to half the old window; otherwise
       additive increase of one packet per window.
