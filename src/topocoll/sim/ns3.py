@@ -1,0 +1,318 @@
+"""ns-3 backend: the same topology and schedule run in ns-3, for cross-checking.
+
+Uses the ``ns3`` package from PyPI (the ``[ns3]`` extra: ns-3.44 with cppyy bindings).
+Importing it takes tens of seconds (cppyy loads and JIT-compiles the ns-3 headers), so
+it is imported only inside :meth:`Ns3Sim.run`, once per process.
+
+Scenario. Every node (rank or switch) is an ns-3 node with the internet stack; every
+pair of opposite links ``u -> v``, ``v -> u`` becomes one point-to-point cable with the
+links' bandwidth and latency (so the topology's links must come in symmetric pairs).
+Routing is ns-3's global routing (shortest paths); with ``routing='ecmp'`` or
+``'spray'`` equal-cost next hops are chosen per packet at random
+(``Ipv4GlobalRouting::RandomEcmpRouting``). Devices keep a drop-tail queue of
+``queue_packets`` packets and the traffic-control layer is removed, so that the only
+queues are the device queues. Each transfer is one TCP connection (BulkSend to a
+PacketSink on its own port) with ``segment_bytes`` segments; a transfer finishes when
+its sink has received all bytes. The dependency rule of :mod:`topocoll.sim.depends` is
+implemented by a small C++ driver (compiled at run time by cppyy), which starts each
+released transfer ``alpha`` later.
+
+Differences from :class:`~topocoll.sim.PacketSim` that remain: TCP NewReno with a
+three-way handshake per transfer and delayed acknowledgements, acknowledgements that
+share the links with data, no shared switch buffers, no priorities, no ECN.
+
+References
+----------
+.. [1] Riley and Henderson, "The ns-3 Network Simulator", in Modeling and Tools for
+   Network Simulation, Springer 2010.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..cost.base import SimResult
+from ..cost.bounds import lower_bound
+from ..errors import NotSupportedError, TopologyError
+from ..topology.core import ROUTINGS
+from .depends import dependency_groups
+from .flow import _step_times, transfer_routes
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+    from ..topology import Topology
+
+__all__ = ["Ns3Sim", "Ns3Run", "ns3_available"]
+
+#: Largest number of transfers (each needs its own TCP port at its destination).
+MAX_TRANSFERS = 60000
+
+_DRIVER = r"""
+#include <vector>
+namespace topocoll_ns3 {
+using namespace ns3;
+struct Driver {
+  std::vector<int64_t> src, dst, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel;
+  std::vector<uint64_t> bytes, rx;
+  std::vector<double> start, finish;
+  std::vector<Ipv4Address> addr;
+  NodeContainer nodes;
+  double alpha = 0;
+  uint64_t rx_events = 0;
+
+  static void OnRx(Driver* d, int64_t t, Ptr<const Packet> p, const Address& a) {
+    d->rx_events++;
+    d->rx[t] += p->GetSize();
+    if (d->rx[t] >= d->bytes[t] && std::isnan(d->finish[t])) d->Finish(t);
+  }
+  void Release(int64_t g) {
+    for (int64_t j = rptr[g]; j < rptr[g + 1]; ++j) Launch(rel[j]);
+  }
+  void Launch(int64_t t) {
+    start[t] = Simulator::Now().GetSeconds();
+    if (bytes[t] == 0 || src[t] == dst[t]) {
+      Simulator::Schedule(Seconds(alpha), &Driver::Finish, this, t);
+      return;
+    }
+    uint16_t port = 1024 + (uint16_t)t;
+    PacketSinkHelper sink("ns3::TcpSocketFactory",
+                          InetSocketAddress(Ipv4Address::GetAny(), port));
+    ApplicationContainer s = sink.Install(nodes.Get(dst[t]));
+    s.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&Driver::OnRx, this, t));
+    BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(addr[dst[t]], port));
+    bulk.SetAttribute("MaxBytes", UintegerValue(bytes[t]));
+    ApplicationContainer b = bulk.Install(nodes.Get(src[t]));
+    b.Start(Seconds(alpha));
+  }
+  void Finish(int64_t t) {
+    finish[t] = Simulator::Now().GetSeconds();
+    for (int side = 0; side < 2; ++side) {
+      int64_t g = side == 0 ? gsrc[t] : gdst[t];
+      if (side == 1 && g == gsrc[t]) break;
+      cnt[g] -= 1;
+      int64_t u = gnode[g];
+      bool moved = false;
+      while (nxt[u] < nend[u] && cnt[nxt[u]] == 0) { nxt[u] += 1; moved = true; }
+      if (moved && nxt[u] < nend[u]) Release(nxt[u]);
+    }
+  }
+  void Begin(const std::vector<int64_t>& first) {
+    for (size_t u = 0; u < first.size(); ++u)
+      if (first[u] < nend[u]) Release(first[u]);
+  }
+};
+}
+"""
+
+_NS: Any = None
+
+
+def ns3_available() -> str | None:
+    """None if the ``ns3`` package can be found, else the reason it cannot."""
+    import importlib.util
+
+    if importlib.util.find_spec("ns") is None:
+        return "the ns3 package is not installed (pip install 'topocoll[ns3]')"
+    return None
+
+
+def _ns():
+    """Import ns-3 and compile the driver once per process."""
+    global _NS
+    if _NS is None:
+        reason = ns3_available()
+        if reason:
+            raise ImportError(f"the ns3 backend needs ns-3: {reason}")
+        from ns import ns
+
+        ns.cppyy.cppdef(_DRIVER)
+        _NS = ns
+    return _NS
+
+
+@dataclass(frozen=True, eq=False)
+class Ns3Run:
+    """Result of an ns-3 run: ``result`` (with per-transfer times), ``wall_s`` (time spent
+    in ``Simulator::Run``), ``setup_s`` (building the scenario), ``rx_events``."""
+
+    result: SimResult
+    wall_s: float
+    setup_s: float
+    rx_events: int
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ns3Sim:
+    """Run the schedule in ns-3 (TCP over point-to-point links).
+
+    Parameters
+    ----------
+    segment_bytes : int
+        TCP segment size (payload bytes per packet). On the wire each packet also carries
+        54 bytes (20 IP, 20 TCP, 12 timestamp option, 2 PPP).
+    queue_packets : int
+        Drop-tail device queue per port, in packets.
+    init_cwnd : int
+        TCP initial window in segments.
+    min_rto : float
+        TCP minimum retransmission timeout (s).
+    routing : str, optional
+        ``shortest`` or multipath (``ecmp``/``spray``: per-packet random ECMP in ns-3).
+    alpha : float
+        Per-transfer overhead (s) before the connection opens.
+    bound : bool
+        Attach the lower bound.
+
+    Notes
+    -----
+    See the module docstring for the scenario. ``reduce_bandwidth`` is not supported.
+    """
+
+    segment_bytes: int = 1448
+    queue_packets: int = 10000
+    init_cwnd: int = 64
+    min_rto: float = 1e-3
+    routing: str | None = None
+    alpha: float = 0.0
+    bound: bool = True
+    name: ClassVar[str] = "ns3"
+
+    def __post_init__(self) -> None:
+        if self.routing is not None and self.routing not in ROUTINGS:
+            raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
+                                item="routing")
+        for k in ("segment_bytes", "queue_packets", "init_cwnd"):
+            if not (isinstance(getattr(self, k), int) and getattr(self, k) > 0):
+                raise ValueError(f"{k} must be a positive int, got {getattr(self, k)!r}")
+        if not (self.min_rto > 0 and math.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError("min_rto must be > 0 and alpha finite and >= 0")
+
+    def evaluate(self, schedule: Schedule, topology: Topology,
+                 message_bytes: float) -> SimResult:
+        """Run in ns-3; see :meth:`run` (this returns its ``result``)."""
+        return self.run(schedule, topology, message_bytes).result
+
+    def run(self, schedule: Schedule, topology: Topology, message_bytes: float) -> Ns3Run:
+        """Build the scenario in ns-3, run it and collect per-transfer times.
+
+        Raises
+        ------
+        ImportError
+            If the ``ns3`` package is missing.
+        NotSupportedError
+            If links are not in symmetric pairs, there are more than
+            :data:`MAX_TRANSFERS` transfers, or a transfer has an explicit path.
+        """
+        if not (math.isfinite(message_bytes) and message_bytes >= 0):
+            raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
+        if schedule.num_transfers > MAX_TRANSFERS:
+            raise NotSupportedError(f"ns3 backend: at most {MAX_TRANSFERS} transfers "
+                                    f"(got {schedule.num_transfers})")
+        if schedule.has_paths:
+            raise NotSupportedError("ns3 backend: explicit transfer paths are not supported")
+        cables = _cables(topology)
+        routing = self.routing or topology.routing
+        ptr, link, frac, lat, nbytes = transfer_routes(
+            schedule, topology, routing, schedule.collective.chunk_bytes(message_bytes))
+        ns = _ns()
+        t0 = time.perf_counter()
+        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting",
+                             ns.BooleanValue(routing != "shortest"))
+        ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(self.segment_bytes))
+        ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(self.init_cwnd))
+        ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 26))
+        ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 26))
+        ns.Config.SetDefault("ns3::TcpSocketBase::MinRto",
+                             ns.TimeValue(ns.Seconds(self.min_rto)))
+        ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize",
+                             ns.QueueSizeValue(ns.QueueSize(f"{self.queue_packets}p")))
+        d = ns.cppyy.gbl.topocoll_ns3.Driver()
+        d.nodes.Create(topology.num_nodes)
+        ns.InternetStackHelper().Install(d.nodes)
+        p2p = ns.PointToPointHelper()
+        ipv4 = ns.Ipv4AddressHelper()
+        tch = ns.TrafficControlHelper()
+        addr: list[Any] = [None] * topology.num_nodes
+        for i, (u, v, bw, la) in enumerate(cables):
+            p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(bw * 8))))
+            p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(la * 1e9)))))
+            devs = p2p.Install(d.nodes.Get(u), d.nodes.Get(v))
+            ipv4.SetBase(ns.Ipv4Address(f"10.{i // 16384 % 256}.{i // 64 % 256}."
+                                        f"{(i % 64) * 4}"), ns.Ipv4Mask("255.255.255.252"))
+            ifs = ipv4.Assign(devs)
+            tch.Uninstall(devs)
+            for node, k in ((u, 0), (v, 1)):
+                if addr[node] is None:
+                    addr[node] = ifs.GetAddress(k)
+        ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+        T = schedule.num_transfers
+        dep = dependency_groups(schedule, topology.num_nodes)
+        for name, arr in (("src", schedule.src), ("dst", schedule.dst),
+                          ("gsrc", dep.group_of_src), ("gdst", dep.group_of_dst),
+                          ("gnode", dep.group_node()), ("cnt", dep.count),
+                          ("nxt", dep.node_first), ("nend", dep.node_end),
+                          ("rptr", dep.release_ptr), ("rel", dep.release)):
+            vec = getattr(d, name)
+            for x in np.asarray(arr).tolist():
+                vec.push_back(int(x))
+        for x in np.round(nbytes).astype(np.int64).tolist():
+            d.bytes.push_back(x)
+            d.rx.push_back(0)
+            d.start.push_back(math.nan)
+            d.finish.push_back(math.nan)
+        for a in addr:
+            d.addr.push_back(a if a is not None else ns.Ipv4Address("0.0.0.0"))
+        d.alpha = float(self.alpha)
+        first = ns.cppyy.gbl.std.vector["int64_t"]()
+        for x in dep.node_first.tolist():
+            first.push_back(int(x))
+        d.Begin(first)
+        t1 = time.perf_counter()
+        ns.Simulator.Run()
+        t2 = time.perf_counter()
+        start = np.array(list(d.start), dtype=np.float64)
+        finish = np.array(list(d.finish), dtype=np.float64)
+        rx_events = int(d.rx_events)
+        ns.Simulator.Destroy()
+        if T and np.isnan(finish).any():
+            k = int(np.flatnonzero(np.isnan(finish))[0])
+            raise RuntimeError(f"ns-3 run ended with transfer {k} unfinished")
+        load = np.bincount(link, weights=np.repeat(nbytes, np.diff(ptr)) * frac,
+                           minlength=len(topology.links))
+        bound = (lower_bound(schedule.collective, topology, message_bytes,
+                             alpha=self.alpha).time if self.bound else None)
+        res = SimResult(float(finish.max()) if T else 0.0, _step_times(schedule, finish), load,
+                        self.name, float(message_bytes), schedule.collective.kind,
+                        schedule.collective.num_ranks, bound,
+                        transfer_start=start, transfer_finish=finish)
+        return Ns3Run(res, t2 - t1, t1 - t0, rx_events, {"wall_s": t2 - t1})
+
+
+def _cables(topology: Topology) -> list[tuple[int, int, float, float]]:
+    """Pair every link ``u -> v`` with a link ``v -> u`` of equal bandwidth and latency."""
+    src, dst = topology.link_src, topology.link_dst
+    bw, lat = topology.link_bandwidth, topology.link_latency
+    pool: dict[tuple[int, int, float, float], list[int]] = {}
+    for i in range(len(src)):
+        pool.setdefault((int(src[i]), int(dst[i]), float(bw[i]), float(lat[i])), []).append(i)
+    cables = []
+    for key in sorted(pool):
+        u, v, b, la = key
+        if u > v:
+            continue
+        back = pool.get((v, u, b, la), [])
+        if len(back) != len(pool[key]):
+            raise NotSupportedError(f"ns3 backend: link {u}->{v} has no opposite link "
+                                    f"{v}->{u} with the same bandwidth and latency")
+        cables.extend([(u, v, b, la)] * len(back))
+    n_pairs = sum(len(x) for (u, v, _, _), x in pool.items() if u > v)
+    if 2 * len(cables) != len(src) or n_pairs != len(cables):
+        raise NotSupportedError("ns3 backend: every link needs an opposite link "
+                                "(self-loops and unpaired links are not supported)")
+    return cables
