@@ -15,7 +15,7 @@ from .events import heap_pop, heap_push
 INJECT, TXDONE, ARRIVE, ACK, RTO, DONE, ZERO = 0, 1, 2, 3, 4, 5, 6
 SH = 3
 # packet pool columns
-PF, PS, PN, PB, PE, PX = 0, 1, 2, 3, 4, 5
+PF, PS, PN, PB, PE, PX, PK, PC = 0, 1, 2, 3, 4, 5, 6, 7  # PK: ack flag, PC: class
 # packet states at the sender
 UNSENT, INFLIGHT, ACKED, LOST = 0, 1, 2, 3
 
@@ -56,7 +56,8 @@ def _next_link(f, v, ptr, link, frac, lsrc, spray, seed):
 
 
 @numba.njit(cache=True)
-def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival, T,
+def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes, route_lat, cls,
+                    fsrc, fdst, arrival, T,
                     reduce, reduce_bw, alpha, gsrc, gdst, gnode, count, nfirst, nend, rptr,
                     rel, lsrc, ldst, cap, llat, fwd, buf_cap, drop_b, ecn_b, mtu, header,
                     cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes, dupthresh):
@@ -96,7 +97,7 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
     ht, hs, hk = np.empty(hcap), np.empty(hcap, np.int64), np.empty(hcap, np.int64)
     hsize, seq = 0, 0
     pcap = 4096
-    P = np.zeros((pcap, 6), np.int64)
+    P = np.zeros((pcap, 8), np.int64)
     free = np.arange(pcap - 1, -1, -1).astype(np.int64)
     nfree = pcap
     qh = np.full(L * C, -1, np.int64)
@@ -147,14 +148,15 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
             l = i
             p = busy[l]
             f = P[p, PF]
-            c = cls[f]
+            c = P[p, PC]
             qb[l * C + c] -= P[p, PB]
             pb[l] -= P[p, PB]
             nodebuf[lsrc[l]] -= P[p, PB]
             txb[b, l] += P[p, PB]
             w = ldst[l]
             P[p, PN] = w
-            d = llat[l] + (fwd[w] if w != fdst[f] else 0.0)
+            end = fsrc[f] if P[p, PK] else fdst[f]
+            d = llat[l] + (fwd[w] if w != end else 0.0)
             hsize = heap_push(ht, hs, hk, hsize, now + d, seq, (p << SH) | ARRIVE)
             seq += 1
             busy[l] = -1
@@ -172,21 +174,34 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
             continue
         if kind == ARRIVE:
             p = i
-            f, w = P[p, PF], P[p, PN]
-            if w == fdst[f]:
+            f, w, isack = P[p, PF], P[p, PN], P[p, PK]
+            if isack and w == fsrc[f]:
+                hsize = heap_push(ht, hs, hk, hsize, now, seq, (p << SH) | ACK)
+                seq += 1
+            elif not isack and w == fdst[f]:
                 k = off[f] + P[p, PS]
                 if not rcv[k]:
                     rcv[k] = True
                     nrcv[f] += 1
                     if nrcv[f] == npk[f]:
                         delivered = f
-                hsize = heap_push(ht, hs, hk, hsize, now + route_lat[f], seq, (p << SH) | ACK)
-                seq += 1
+                # the packet turns into its selective acknowledgement (echoing its ECN
+                # mark), sent back in band on the reverse route, in class acls[f]
+                P[p, PK] = 1
+                P[p, PB] = ack_bytes
+                P[p, PC] = acls[f]
+                l = _next_link(f, w, bptr, blink, bfrac, lsrc, spray, seed)
+                hsize, seq = _enqueue(p, l, l * C + acls[f], ack_bytes, now, P, qh, qt, qb, pb,
+                                      nodebuf, lsrc, busy, cap, qmax, qbin, b, ht, hs, hk,
+                                      hsize, seq)
             else:
                 # forward: choose the out-link, admission (shared buffer, per-class drop
-                # threshold), ECN marking above the class threshold, enqueue
-                l = _next_link(f, w, ptr, link, frac, lsrc, spray, seed)
-                c = cls[f]
+                # threshold), ECN marking of data above the class threshold, enqueue
+                if isack:
+                    l = _next_link(f, w, bptr, blink, bfrac, lsrc, spray, seed)
+                else:
+                    l = _next_link(f, w, ptr, link, frac, lsrc, spray, seed)
+                c = P[p, PC]
                 q = l * C + c
                 sz = P[p, PB]
                 if nodebuf[w] + sz > buf_cap[w] or qb[q] + sz > drop_b[c]:
@@ -195,7 +210,7 @@ def packet_simulate(ptr, link, frac, nbytes, route_lat, cls, fsrc, fdst, arrival
                     free[nfree] = p
                     nfree += 1
                 else:
-                    if qb[q] > ecn_b[c]:
+                    if qb[q] > ecn_b[c] and not isack:
                         P[p, PE] = 1
                         marks[l] += 1
                         stats[4] += 1
@@ -361,7 +376,7 @@ def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, s
         inflight[f] += 1
         if nfree == 0:
             n = len(P)
-            P2 = np.zeros((2 * n, 6), np.int64)
+            P2 = np.zeros((2 * n, 8), np.int64)
             P2[:n] = P
             P = P2
             free2 = np.empty(2 * n, np.int64)
@@ -372,6 +387,8 @@ def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, s
         p = free[nfree]
         payload = min(mtu, int(nbytes[f]) - s * mtu)
         P[p, PF], P[p, PS], P[p, PN], P[p, PB], P[p, PE] = f, s, fsrc[f], payload + header, 0
+        P[p, PK] = 0
+        P[p, PC] = cls[f]
         stats[1] += 1
         l = _next_link(f, fsrc[f], ptr, link, frac, lsrc, spray, seed)
         hsize, seq = _enqueue(p, l, l * C + cls[f], P[p, PB], now, P, qh, qt,

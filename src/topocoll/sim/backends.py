@@ -6,10 +6,10 @@ Examples
 ('flow', 1e-06)
 >>> cost_model("packet", mtu=1500).mtu
 1500
->>> cost_model("magic")
+>>> cost_model("magic")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-topocoll.errors.NotSupportedError: unknown backend 'magic'; choose one of analytical, flow, packet, ns3
+topocoll.errors.NotSupportedError: unknown backend 'magic'; choose one of ...
 """
 
 from __future__ import annotations

@@ -101,6 +101,8 @@ class PacketSim:
         Payload bytes per packet.
     header_bytes : int
         Bytes added to every packet on the wire.
+    ack_bytes : int
+        Wire size of an acknowledgement.
     buffer_bytes : float
         Shared output buffer of every switch (bytes, all ports and classes). Ranks have
         unlimited buffers (host memory) but still apply the per-class thresholds to the
@@ -112,6 +114,10 @@ class PacketSim:
     priority, background_priority : int
         Traffic class (0 = highest of 8, strict priority) of the schedule's transfers and
         of background flows.
+    ack_priority : int or None
+        Class of acknowledgements; None: the class of their flow (FIFO with data, as
+        in a plain TCP/IP network). Default 0: acknowledgements overtake data, as NICs
+        with a separate high-priority queue for acks and congestion notices do.
     ecmp : {'hash', 'spray'}
         Multipath choice at each hop among the route's links: per flow (hash of flow and
         node) or per packet (seeded random).
@@ -153,9 +159,11 @@ class PacketSim:
       once per window, ``a`` the moving average of the marked fraction; a loss halves the
       window; a timeout sets it to 1 with slow start up to half the old window; otherwise
       additive increase of one packet per window.
-    - Acknowledgements are not queued: one reaches the sender the route latency after
-      its packet arrived (a separate, uncongested control path). This is the main
-      simplification against a full TCP/IP stack.
+    - Every data packet that reaches its destination becomes an ``ack_bytes``
+      acknowledgement that travels back on the reverse route, in class
+      ``ack_priority``, through the same output queues as data. Acknowledgements are
+      not ECN-marked; they echo the data's mark. No handshake, no delayed
+      acknowledgements.
 
     Examples
     --------
@@ -173,11 +181,13 @@ class PacketSim:
 
     mtu: int = 4096
     header_bytes: int = 64
+    ack_bytes: int = 64
     buffer_bytes: float = 16 * 2**20
     drop_bytes: Any = 4 * 2**20
     ecn_bytes: Any = 256 * 2**10
-    priority: int = 0
-    background_priority: int = 1
+    priority: int = 1
+    background_priority: int = 2
+    ack_priority: int | None = 0
     ecmp: str = "hash"
     routing: str | None = None
     init_cwnd: float | None = None
@@ -193,16 +203,19 @@ class PacketSim:
     name: ClassVar[str] = "packet"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.mtu, int) and self.mtu > 0 and self.header_bytes >= 0):
-            raise ValueError(f"mtu must be a positive int and header_bytes >= 0, got "
-                             f"{self.mtu!r}, {self.header_bytes!r}")
+        if not (isinstance(self.mtu, int) and self.mtu > 0 and self.header_bytes >= 0
+                and self.ack_bytes > 0):
+            raise ValueError(f"mtu and ack_bytes must be positive ints and header_bytes >= 0, "
+                             f"got {self.mtu!r}, {self.ack_bytes!r}, {self.header_bytes!r}")
         if self.ecmp not in ("hash", "spray"):
             raise ValueError(f"ecmp must be 'hash' or 'spray', got {self.ecmp!r}")
         if self.routing is not None and self.routing not in ROUTINGS:
             raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
                                 item="routing")
-        for name in ("priority", "background_priority"):
+        for name in ("priority", "background_priority", "ack_priority"):
             v = getattr(self, name)
+            if v is None and name == "ack_priority":
+                continue
             if not (isinstance(v, int) and 0 <= v < NUM_CLASSES):
                 raise ValueError(f"{name} must be an int in 0..7, got {v!r}")
         for name in ("rto", "buffer_bytes"):
@@ -253,6 +266,7 @@ class PacketSim:
             fdst = np.concatenate([fdst, bg.dst])
             arrival = np.concatenate([arrival, bg.arrival])
             cls = np.concatenate([cls, np.full(len(bg), self.background_priority)])
+        bptr, blink, bfrac, _ = _pair_routes(topology, routing, fdst, fsrc)
         bw, cwnd0, max_cwnd = self._windows(topology, ptr, link, frac, lat)
         dep = dependency_groups(schedule, topology.num_nodes)
         buf = np.full(topology.num_nodes, np.inf)
@@ -260,7 +274,10 @@ class PacketSim:
         bin_w = self.bin_width or max(1e-6, _flow_estimate(nbytes, bw, lat) / 200)
         t0 = time.perf_counter()
         start, finish, txb, qbin, drops, marks, qmax, st = packet_simulate(
-            ptr, link, frac, nbytes, lat, cls, fsrc, fdst, arrival, T,
+            ptr, link, frac, bptr, blink, bfrac, int(self.ack_bytes),
+            cls if self.ack_priority is None else np.full(len(cls), self.ack_priority),
+            nbytes, lat, cls, fsrc,
+            fdst, arrival, T,
             schedule.op == Op.REDUCE, float(self.reduce_bandwidth or 0.0), float(self.alpha),
             dep.group_of_src, dep.group_of_dst, dep.group_node(), dep.count, dep.node_first,
             dep.node_end, dep.release_ptr, dep.release, topology.link_src.astype(np.int64),
@@ -306,17 +323,27 @@ class PacketSim:
         return bw, np.maximum(cw, 1.0), np.maximum(4 * cw, 8.0)
 
 
-def _append_background(topology, routing, bg, ptr, link, frac, lat, nbytes):
-    pairs = np.stack([bg.src, bg.dst], axis=1)
+def _pair_routes(topology, routing, src, dst):
+    """Routes of the pairs ``src[i] -> dst[i]`` in per-pair CSR form:
+    ``(ptr, link, frac, latency)``."""
+    pairs = np.stack([src, dst], axis=1)
+    if not len(pairs):
+        return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
     rt = routes(topology, uniq, routing)
     inv = inv.reshape(-1)
     cnt = np.diff(rt.ptr)[inv]
     starts = rt.ptr[:-1][inv]
     idx = np.repeat(starts - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
-    ptr2 = np.concatenate([ptr, ptr[-1] + np.cumsum(cnt)])
-    return (ptr2, np.concatenate([link, rt.link[idx]]), np.concatenate([frac, rt.frac[idx]]),
-            np.concatenate([lat, rt.latency[inv]]), np.concatenate([nbytes, bg.size]))
+    return (np.concatenate([[0], np.cumsum(cnt)]).astype(np.int64),
+            rt.link[idx].astype(np.int64), rt.frac[idx].astype(np.float64), rt.latency[inv])
+
+
+def _append_background(topology, routing, bg, ptr, link, frac, lat, nbytes):
+    p2, l2, f2, lat2 = _pair_routes(topology, routing, bg.src, bg.dst)
+    return (np.concatenate([ptr, ptr[-1] + p2[1:]]), np.concatenate([link, l2]),
+            np.concatenate([frac, f2]), np.concatenate([lat, lat2]),
+            np.concatenate([nbytes, bg.size]))
 
 
 def _flow_estimate(nbytes, bw, lat) -> float:
