@@ -60,7 +60,8 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     fsrc, fdst, arrival, T,
                     reduce, reduce_bw, alpha, gsrc, gdst, gnode, count, nfirst, nend, rptr,
                     rel, lsrc, ldst, cap, llat, fwd, buf_cap, drop_b, ecn_b, mtu, header,
-                    cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes, dupthresh):
+                    cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes, dupthresh,
+                    handshake):
     np.random.seed(seed)
     F, L, N, C = len(nbytes), len(cap), len(fwd), num_classes
     npk = np.zeros(F, np.int64)
@@ -155,7 +156,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
             txb[b, l] += P[p, PB]
             w = ldst[l]
             P[p, PN] = w
-            end = fsrc[f] if P[p, PK] else fdst[f]
+            end = fsrc[f] if P[p, PK] == 1 or P[p, PK] == 3 else fdst[f]
             d = llat[l] + (fwd[w] if w != end else 0.0)
             hsize = heap_push(ht, hs, hk, hsize, now + d, seq, (p << SH) | ARRIVE)
             seq += 1
@@ -173,21 +174,34 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     break
             continue
         if kind == ARRIVE:
+            # packet kinds: 0 data, 1 ack, 2 connection request, 3 its answer
             p = i
-            f, w, isack = P[p, PF], P[p, PN], P[p, PK]
-            if isack and w == fsrc[f]:
-                hsize = heap_push(ht, hs, hk, hsize, now, seq, (p << SH) | ACK)
-                seq += 1
-            elif not isack and w == fdst[f]:
-                k = off[f] + P[p, PS]
-                if not rcv[k]:
-                    rcv[k] = True
-                    nrcv[f] += 1
-                    if nrcv[f] == npk[f]:
-                        delivered = f
-                # the packet turns into its selective acknowledgement (echoing its ECN
-                # mark), sent back in band on the reverse route, in class acls[f]
-                P[p, PK] = 1
+            f, w, pk = P[p, PF], P[p, PN], P[p, PK]
+            back = pk == 1 or pk == 3
+            if w == (fsrc[f] if back else fdst[f]):
+                if pk == 1:
+                    hsize = heap_push(ht, hs, hk, hsize, now, seq, (p << SH) | ACK)
+                    seq += 1
+                    continue
+                if pk == 3:
+                    free[nfree] = p
+                    nfree += 1
+                    hsize, seq, nfree, P, free = _try_send(
+                        f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st,
+                        sent_t, cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header,
+                        nbytes, P, free, nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin,
+                        b, ht, hs, hk, hsize, seq, stats, C)
+                    continue
+                if pk == 0:
+                    k = off[f] + P[p, PS]
+                    if not rcv[k]:
+                        rcv[k] = True
+                        nrcv[f] += 1
+                        if nrcv[f] == npk[f]:
+                            delivered = f
+                # data turns into its selective acknowledgement (echoing its ECN mark), a
+                # request into its answer; both go back on the reverse route, class acls[f]
+                P[p, PK] = 1 if pk == 0 else 3
                 P[p, PB] = ack_bytes
                 P[p, PC] = acls[f]
                 l = _next_link(f, w, bptr, blink, bfrac, lsrc, spray, seed)
@@ -196,21 +210,22 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                                       hsize, seq)
             else:
                 # forward: choose the out-link, admission (shared buffer, per-class drop
-                # threshold), ECN marking of data above the class threshold, enqueue
-                if isack:
+                # threshold; connection set-up packets are never dropped), ECN marking of
+                # data above the class threshold, enqueue
+                if back:
                     l = _next_link(f, w, bptr, blink, bfrac, lsrc, spray, seed)
                 else:
                     l = _next_link(f, w, ptr, link, frac, lsrc, spray, seed)
                 c = P[p, PC]
                 q = l * C + c
                 sz = P[p, PB]
-                if nodebuf[w] + sz > buf_cap[w] or qb[q] + sz > drop_b[c]:
+                if pk < 2 and (nodebuf[w] + sz > buf_cap[w] or qb[q] + sz > drop_b[c]):
                     drops[l, c] += 1
                     stats[3] += 1
                     free[nfree] = p
                     nfree += 1
                 else:
-                    if qb[q] > ecn_b[c] and not isack:
+                    if qb[q] > ecn_b[c] and pk == 0:
                         P[p, PE] = 1
                         marks[l] += 1
                         stats[4] += 1
@@ -297,6 +312,14 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
             if npk[f] == 0 or ptr[f] == ptr[f + 1]:
                 hsize = heap_push(ht, hs, hk, hsize, now + route_lat[f], seq, (f << SH) | ZERO)
                 seq += 1
+            elif handshake:
+                p, P, free, nfree = _alloc(P, free, nfree)
+                P[p, PF], P[p, PS], P[p, PN], P[p, PB], P[p, PE] = f, 0, fsrc[f], ack_bytes, 0
+                P[p, PK], P[p, PC] = 2, acls[f]
+                l = _next_link(f, fsrc[f], ptr, link, frac, lsrc, spray, seed)
+                hsize, seq = _enqueue(p, l, l * C + acls[f], ack_bytes, now, P, qh, qt, qb, pb,
+                                      nodebuf, lsrc, busy, cap, qmax, qbin, b, ht, hs, hk,
+                                      hsize, seq)
             else:
                 hsize, seq, nfree, P, free = _try_send(
                     f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st,
@@ -351,6 +374,22 @@ def _enqueue(p, l, q, sz, now, P, qh, qt, qb, pb, nodebuf, lsrc, busy, cap, qmax
 
 
 @numba.njit(cache=True)
+def _alloc(P, free, nfree):
+    """Take a packet slot from the free list, doubling the pool when it is empty."""
+    if nfree == 0:
+        n = len(P)
+        P2 = np.zeros((2 * n, P.shape[1]), np.int64)
+        P2[:n] = P
+        P = P2
+        free2 = np.empty(2 * n, np.int64)
+        free2[:n] = np.arange(2 * n - 1, n - 1, -1)
+        free = free2
+        nfree = n
+    nfree -= 1
+    return free[nfree], P, free, nfree
+
+
+@numba.njit(cache=True)
 def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st, sent_t,
               cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header, nbytes, P, free,
               nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin, b, ht, hs, hk, hsize, seq,
@@ -374,17 +413,7 @@ def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, s
         st[k] = INFLIGHT
         sent_t[k] = now
         inflight[f] += 1
-        if nfree == 0:
-            n = len(P)
-            P2 = np.zeros((2 * n, 8), np.int64)
-            P2[:n] = P
-            P = P2
-            free2 = np.empty(2 * n, np.int64)
-            free2[:n] = np.arange(2 * n - 1, n - 1, -1)
-            free = free2
-            nfree = n
-        nfree -= 1
-        p = free[nfree]
+        p, P, free, nfree = _alloc(P, free, nfree)
         payload = min(mtu, int(nbytes[f]) - s * mtu)
         P[p, PF], P[p, PS], P[p, PN], P[p, PB], P[p, PE] = f, s, fsrc[f], payload + header, 0
         P[p, PK] = 0

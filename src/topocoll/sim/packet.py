@@ -131,6 +131,10 @@ class PacketSim:
     dupthresh : int
         A packet is declared lost once this many packets sent after it are acknowledged
         (RFC 6675's DupThresh); raise it with ``ecmp='spray'``, which reorders packets.
+    handshake : bool
+        Open every transfer with a request/answer exchange (``ack_bytes`` each, through
+        the queues, never dropped) before data flows, as a TCP three-way handshake does.
+        Off by default (RDMA-style connections set up ahead of time).
     dctcp_g : float
         DCTCP's gain for the marked-fraction average.
     alpha, reduce_bandwidth : float
@@ -162,8 +166,7 @@ class PacketSim:
     - Every data packet that reaches its destination becomes an ``ack_bytes``
       acknowledgement that travels back on the reverse route, in class
       ``ack_priority``, through the same output queues as data. Acknowledgements are
-      not ECN-marked; they echo the data's mark. No handshake, no delayed
-      acknowledgements.
+      not ECN-marked; they echo the data's mark. No delayed acknowledgements.
 
     Examples
     --------
@@ -193,6 +196,7 @@ class PacketSim:
     init_cwnd: float | None = None
     rto: float = 1e-3
     dupthresh: int = 3
+    handshake: bool = False
     dctcp_g: float = 1 / 16
     alpha: float = 0.0
     reduce_bandwidth: float | None = None
@@ -287,7 +291,7 @@ class PacketSim:
             _classes(self.drop_bytes, "drop_bytes"), _classes(self.ecn_bytes, "ecn_bytes"),
             int(self.mtu), int(self.header_bytes), cwnd0, max_cwnd, float(self.rto),
             float(self.dctcp_g), self.ecmp == "spray", int(self.seed), float(bin_w),
-            NUM_CLASSES, int(self.dupthresh))
+            NUM_CLASSES, int(self.dupthresh), bool(self.handshake))
         wall = time.perf_counter() - t0
         tf = finish[:T]
         load = np.bincount(link[:ptr[T]], weights=np.repeat(nbytes[:T], np.diff(ptr[:T + 1]))
