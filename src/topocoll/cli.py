@@ -33,7 +33,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 TopoOpt = Annotated[str, typer.Option("--topology", "-t",
                                       help="Generator spec (e.g. torus:8x8,bw=400Gbps) or a file.")]
 BackendOpt = Annotated[str, typer.Option(
-    "--backend", "-b", help="Cost model: analytical (alpha-beta) or flow (flow-level simulator).")]
+    "--backend", "-b",
+    help="Cost model: analytical (alpha-beta), flow, packet (simulators) or ns3 (needs ns-3).")]
 
 
 def _handle_errors(fn):
@@ -297,7 +298,7 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
              topology: TopoOpt,
              size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
              backend: Annotated[str, typer.Option("--backend", "-b",
-                                                  help="Simulator: flow.")] = "flow",
+                                                  help="Simulator: flow or packet.")] = "flow",
              alpha: Annotated[str, typer.Option(help="Per-transfer overhead, e.g. 2us.")] = "0s",
              reduce_bandwidth: Annotated[str | None, typer.Option(
                  help="Per-rank reduction rate, e.g. 200GB/s (default: free).")] = None,
@@ -313,9 +314,9 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
     from .sim.outputs import link_utilization, plot_utilization, write_trace
     from .units import parse_rate, parse_time
 
-    if backend != "flow":
-        raise NotSupportedError(f"simulate supports --backend flow (got {backend!r}); "
-                                "use `topocoll cost --backend` for the analytical model")
+    if backend not in ("flow", "packet"):
+        raise NotSupportedError(f"simulate supports --backend flow or packet (got {backend!r});"
+                                " use `topocoll cost --backend` for the other models")
     s = load_schedule(schedule)
     t = _topology(topology)
     opts = {"reduce_bandwidth": parse_rate(reduce_bandwidth)} if reduce_bandwidth else {}
@@ -346,6 +347,12 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
     for b in info["busiest_links"]:
         out.print(f"  link {b['src']}->{b['dst']}: {100 * b['mean_utilization']:.1f}% busy",
                   highlight=False)
+    if backend == "packet":
+        st = run.stats
+        out.print(f"  {st['packets']} packets, {st['drops']} drops, {st['retransmits']} "
+                  f"retransmits, {st['ecn_marks']} ECN marks, peak queue "
+                  f"{format_size(float(run.queue_peak.max()))}, {st['events']} events "
+                  f"({st['events_per_s'] / 1e6:.2f} M events/s)", highlight=False)
     for label, p in (("trace", trace), ("heat map", heatmap)):
         if p:
             out.print(f"{label} written to {p}", highlight=False)

@@ -39,6 +39,12 @@ def test_simulate_table_and_errors(tmp_path):
     r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--alpha", "1us",
                             "--reduce-bandwidth", "100GB/s"])
     assert r.exit_code == 0 and "(flow)" in r.output
+    r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--backend", "packet", "-s",
+                            "4MiB"])
+    assert r.exit_code == 0 and "(packet)" in r.output and "packets, 0 drops" in r.output
+    r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--backend", "packet", "-s",
+                            "4MiB", "--json"])
+    assert json.loads(r.output)["model"] == "packet"
     for args, text in ((["--backend", "analytical"], "simulate supports"),
                        (["--alpha", "soon"], "cannot parse time"),
                        (["-t", "ring:4"], "not in topology")):
@@ -52,12 +58,13 @@ def test_simulate_table_and_errors(tmp_path):
 def test_cost_and_compare_backends_agree_without_contention(tmp_path):
     s = _schedule(tmp_path)
     times = {}
-    for b in ("analytical", "flow"):
+    for b in ("analytical", "flow", "packet"):
         r = runner.invoke(app, ["cost", str(s), "-t", "ring:8", "-s", "1MiB", "--backend", b,
                                 "--json"])
         assert r.exit_code == 0, r.output
         times[b] = json.loads(r.output)[0]["time_s"]
     assert abs(times["flow"] - times["analytical"]) <= 1e-12 * times["analytical"]
+    assert times["flow"] < times["packet"] < 1.05 * times["flow"]
     r = runner.invoke(app, ["compare", "-t", "ring:8", "-a", "ring", "--backend", "flow",
                             "--json"])
     assert r.exit_code == 0, r.output

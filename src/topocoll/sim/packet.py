@@ -126,6 +126,8 @@ class PacketSim:
     init_cwnd : float, optional
         Initial window in packets; default: the flow's bandwidth-delay product plus
         one packet per hop (line rate from the start, as datacenter transports do).
+    max_cwnd : float, optional
+        Largest window in packets; default four times the initial window (at least 8).
     rto : float
         Retransmission timeout in seconds.
     dupthresh : int
@@ -194,6 +196,7 @@ class PacketSim:
     ecmp: str = "hash"
     routing: str | None = None
     init_cwnd: float | None = None
+    max_cwnd: float | None = None
     rto: float = 1e-3
     dupthresh: int = 3
     handshake: bool = False
@@ -324,7 +327,10 @@ class PacketSim:
         else:
             finite = np.where(np.isfinite(bw), bw, 0.0)
             cw = np.ceil(finite * 2 * lat / wire) + np.ceil(hops) + 1
-        return bw, np.maximum(cw, 1.0), np.maximum(4 * cw, 8.0)
+        cw = np.maximum(cw, 1.0)
+        top = np.maximum(4 * cw, 8.0) if self.max_cwnd is None else \
+            np.maximum(cw, float(self.max_cwnd))
+        return bw, cw, top
 
 
 def _pair_routes(topology, routing, src, dst):
