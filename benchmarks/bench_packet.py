@@ -12,7 +12,7 @@ Part 2 (ns-3 cross-check scenarios, 10 Gb/s links, 1 us latency): simulated time
 packet level and of ns-3 (``topocoll.sim.ns3.Ns3Sim``), and the wall-time ratio of
 ``Simulator::Run`` to our run. Our packet level is configured like the ns-3 scenario
 (1448-byte segments, 54-byte headers and acks, initial window 64, acks FIFO with data,
-a handshake per transfer). Importing ns-3 (tens of seconds) is not counted.
+a handshake per transfer, no ECN). Importing ns-3 (tens of seconds) is not counted.
 Prints Markdown tables.
 """
 
@@ -22,7 +22,7 @@ import argparse
 import time
 
 NS3_LIKE = dict(mtu=1448, header_bytes=54, ack_bytes=54, init_cwnd=64, ack_priority=None,
-                handshake=True)
+                handshake=True, ecn_bytes=1e18)
 
 
 def _incast(n: int):
