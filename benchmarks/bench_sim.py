@@ -13,7 +13,7 @@ Cases (targets from issue 6, each < 10 s):
   another branch; these are the 32x32-torus schedules that exist here).
 
 numba kernels are compiled (and cached) on a tiny case before timing. Synthesis time is
-reported separately from simulation time; simulation time is given as wall time and as
+reported separately from simulation time (``FlowSim.evaluate`` path: no rate log); simulation time is given as wall time and as
 process CPU time (the latter is less sensitive to other jobs on a shared machine). Prints
 a Markdown table.
 """
@@ -90,7 +90,7 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         s = syn(topo)
         t1, c1 = time.perf_counter(), time.process_time()
-        run = FlowSim(bound=False).run(s, topo, size)
+        run = FlowSim(bound=False).run(s, topo, size, record=False)
         t2, c2 = time.perf_counter(), time.process_time()
         ab = AlphaBeta(bound=False).evaluate(s, topo, size).time
         print(f"| {name} | {tname} | {s.num_transfers:,} | {t1 - t0:.2f} | {t2 - t1:.2f} | "

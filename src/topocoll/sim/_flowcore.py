@@ -101,10 +101,11 @@ def waterfill(act, na, ptr, link, frac, cap, out, W, load, mark, stamp, lidx, li
 
 @numba.njit(cache=True)
 def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
-             gsrc, gdst, gnode, count, nfirst, nend, rptr, rel, num_nodes):
+             gsrc, gdst, gnode, count, nfirst, nend, rptr, rel, num_nodes, record):
     """Run the flow-level simulation; return ``(start, finish, log_t, log_f, log_r,
     stats)`` where the log holds every rate change ``(time, flow, new rate)`` and
-    ``stats = [instants, full recomputations, local updates]``."""
+    ``stats = [instants, full recomputations, local updates]``. With ``record`` False
+    the log stays empty (saves memory when only the times are wanted)."""
     T, L = len(nbytes), len(cap)
     start = np.full(T, np.nan)
     finish = np.full(T, np.nan)
@@ -166,10 +167,11 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
                     pos[f] = -1
                     rem[f] = 0.0
                     rate[f] = 0.0
-                    if nlog == len(lt):
-                        lt, lf, lr = _grow_log(lt, lf, lr)
-                    lt[nlog], lf[nlog], lr[nlog] = tau, f, 0.0
-                    nlog += 1
+                    if record:
+                        if nlog == len(lt):
+                            lt, lf, lr = _grow_log(lt, lf, lr)
+                        lt[nlog], lf[nlog], lr[nlog] = tau, f, 0.0
+                        nlog += 1
                     for e in range(ptr[f], ptr[f + 1]):
                         nusers[link[e]] -= 1
                     changed[nch] = f
@@ -252,10 +254,11 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
                 continue
             if newrate[f] != rate[f]:
                 rate[f] = newrate[f]
-                if nlog == len(lt):
-                    lt, lf, lr = _grow_log(lt, lf, lr)
-                lt[nlog], lf[nlog], lr[nlog] = tau, f, rate[f]
-                nlog += 1
+                if record:
+                    if nlog == len(lt):
+                        lt, lf, lr = _grow_log(lt, lf, lr)
+                    lt[nlog], lf[nlog], lr[nlog] = tau, f, rate[f]
+                    nlog += 1
         for j in range(nch):
             isnew[changed[j]] = False
     return start, finish, lt[:nlog], lf[:nlog], lr[:nlog], stats

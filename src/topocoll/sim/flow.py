@@ -175,9 +175,10 @@ class FlowSim:
                  message_bytes: float) -> SimResult:
         """Simulate ``schedule`` on ``topology``; see :meth:`run` (this returns its
         ``result``)."""
-        return self.run(schedule, topology, message_bytes).result
+        return self.run(schedule, topology, message_bytes, record=False).result
 
-    def run(self, schedule: Schedule, topology: Topology, message_bytes: float) -> FlowRun:
+    def run(self, schedule: Schedule, topology: Topology, message_bytes: float, *,
+            record: bool = True) -> FlowRun:
         """Simulate and keep the rate log for utilization, traces and heat maps.
 
         Parameters
@@ -186,6 +187,9 @@ class FlowSim:
         topology : Topology
         message_bytes : float
             The nccl-tests size ``S`` (>= 0).
+        record : bool
+            Keep the rate log (needed by :mod:`topocoll.sim.outputs`); without it the
+            log arrays are empty.
 
         Returns
         -------
@@ -212,7 +216,7 @@ class FlowSim:
             schedule.dst.astype(np.int64), topology.link_bandwidth.astype(np.float64),
             float(self.alpha), float(self.reduce_bandwidth or 0.0), dep.group_of_src,
             dep.group_of_dst, gnode, dep.count, dep.node_first, dep.node_end,
-            dep.release_ptr, dep.release, topology.num_nodes)
+            dep.release_ptr, dep.release, topology.num_nodes, bool(record))
         load = np.bincount(link, weights=np.repeat(nbytes, np.diff(ptr)) * frac,
                            minlength=len(topology.links))
         bound = (lower_bound(schedule.collective, topology, message_bytes,
