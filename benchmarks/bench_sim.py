@@ -13,9 +13,9 @@ Cases (targets from issue 6, each < 10 s):
   another branch; these are the 32x32-torus schedules that exist here).
 
 numba kernels are compiled (and cached) on a tiny case before timing. Synthesis time is
-reported separately from simulation time (``FlowSim.evaluate`` path: no rate log); simulation time is given as wall time and as
-process CPU time (the latter is less sensitive to other jobs on a shared machine). Prints
-a Markdown table.
+reported separately from simulation time (the ``FlowSim.evaluate`` path: no rate log);
+simulation time is given as wall time and as process CPU time (the latter is less
+sensitive to other jobs on a shared machine). Prints a Markdown table.
 """
 
 from __future__ import annotations
