@@ -115,6 +115,10 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
     hs = np.empty(3 * T + 4, np.int64)
     hk = np.empty(3 * T + 4, np.int64)
     hsize, seq = 0, 0
+    # transfers released with zero delay skip the heap: they are injected at the same
+    # instant, after the heap events of that instant (ids in release order)
+    fifo = np.empty(max(T, 1), np.int64)
+    fhead, ftail = 0, 0
     act = np.empty(T, np.int64)
     pos = np.full(T, -1, np.int64)
     na = 0
@@ -138,11 +142,13 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
     stamp = 0
     for u in range(num_nodes):
         if nfirst[u] < nend[u]:
-            hsize, seq = release_group(nfirst[u], 0.0, alpha, rptr, rel, start, ht, hs, hk,
-                                       hsize, seq, 2, INJECT)
+            hsize, seq, ftail = release_group(nfirst[u], 0.0, alpha, rptr, rel, start, ht, hs,
+                                              hk, hsize, seq, 2, INJECT, fifo, ftail)
     now = 0.0
     while True:
         t_heap = ht[0] if hsize > 0 else np.inf
+        if fhead < ftail:
+            t_heap = now
         t_drain, arg = np.inf, -1
         for i in range(na):
             f = act[i]
@@ -186,9 +192,13 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
                 f = act[i]
                 rem[f] -= rate[f] * dt
         now = tau
-        while hsize > 0 and ht[0] <= tau:
-            _, key, hsize = heap_pop(ht, hs, hk, hsize)
-            t, kind = key >> 2, key & 3
+        while (hsize > 0 and ht[0] <= tau) or fhead < ftail:
+            if hsize > 0 and ht[0] <= tau:
+                _, key, hsize = heap_pop(ht, hs, hk, hsize)
+                t, kind = key >> 2, key & 3
+            else:
+                t, kind = fifo[fhead], INJECT
+                fhead += 1
             if kind == INJECT:
                 if ptr[t] == ptr[t + 1] or nbytes[t] <= 0.0:
                     hsize = heap_push(ht, hs, hk, hsize, tau + lat[t], seq, 4 * t + ARRIVE)
@@ -210,9 +220,9 @@ def simulate(ptr, link, frac, lat, nbytes, reduce, dst, cap, alpha, reduce_bw,
                 hsize = heap_push(ht, hs, hk, hsize, cfree[dst[t]], seq, 4 * t + DONE)
                 seq += 1
             else:
-                hsize, seq = finish_transfer(t, tau, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
-                                             rptr, rel, start, finish, ht, hs, hk, hsize, seq,
-                                             2, INJECT)
+                hsize, seq, ftail = finish_transfer(t, tau, alpha, gsrc, gdst, gnode, cnt, nxt,
+                                                    nend, rptr, rel, start, finish, ht, hs,
+                                                    hk, hsize, seq, 2, INJECT, fifo, ftail)
         if nch == 0:
             continue
         # incremental rule: if every link of a changed flow now carries at most one flow

@@ -92,6 +92,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
     armed = np.zeros(F, np.bool_)
     cnt = count.copy()
     nxt = nfirst.copy()
+    nofifo = np.zeros(0, np.int64)  # every release goes through the heap here
     cfree = np.zeros(N)
     # heap and packet pool (grown on demand)
     hcap = 4 * F + 1024
@@ -329,9 +330,9 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
         elif kind == ZERO:
             delivered = i
         elif kind == DONE:
-            hsize, seq = finish_transfer(i, now, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
-                                         rptr, rel, start, finish, ht, hs, hk, hsize, seq,
-                                         SH, INJECT)
+            hsize, seq, _ = finish_transfer(i, now, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
+                                            rptr, rel, start, finish, ht, hs, hk, hsize, seq,
+                                            SH, INJECT, nofifo, 0)
         if delivered >= 0:
             f = delivered
             if f >= T:
@@ -342,9 +343,9 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                 hsize = heap_push(ht, hs, hk, hsize, cfree[fdst[f]], seq, (f << SH) | DONE)
                 seq += 1
             else:
-                hsize, seq = finish_transfer(f, now, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
-                                             rptr, rel, start, finish, ht, hs, hk, hsize, seq,
-                                             SH, INJECT)
+                hsize, seq, _ = finish_transfer(f, now, alpha, gsrc, gdst, gnode, cnt, nxt,
+                                                nend, rptr, rel, start, finish, ht, hs, hk,
+                                                hsize, seq, SH, INJECT, nofifo, 0)
     last = int(tlast / bin_w) + 1  # timers left after the last delivery do not count
     return (start, finish, txb[:last], qbin[:last], drops, marks, qmax, stats)
 

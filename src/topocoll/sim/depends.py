@@ -162,22 +162,29 @@ def _groups(src, dst, step, num_nodes):
 
 
 @numba.njit(cache=True)
-def release_group(g, tau, delay, rptr, rel, start, ht, hs, hk, hsize, seq, shift, kind):
+def release_group(g, tau, delay, rptr, rel, start, ht, hs, hk, hsize, seq, shift, kind,
+                  fifo, ftail):
     """Release the transfers of group ``g`` at time ``tau``: record ``start`` and push
-    event ``(t << shift) | kind`` at ``tau + delay`` for each. Returns ``(hsize, seq)``."""
+    event ``(t << shift) | kind`` at ``tau + delay`` for each. If ``delay`` is 0 and
+    ``fifo`` is not empty, the transfer ids go to ``fifo[ftail:]`` instead of the heap
+    (the caller handles them at ``tau``, in order). Returns ``(hsize, seq, ftail)``."""
     for j in range(rptr[g], rptr[g + 1]):
         t = rel[j]
         start[t] = tau
-        hsize = heap_push(ht, hs, hk, hsize, tau + delay, seq, (t << shift) | kind)
-        seq += 1
-    return hsize, seq
+        if delay == 0.0 and len(fifo) > 0:
+            fifo[ftail] = t
+            ftail += 1
+        else:
+            hsize = heap_push(ht, hs, hk, hsize, tau + delay, seq, (t << shift) | kind)
+            seq += 1
+    return hsize, seq, ftail
 
 
 @numba.njit(cache=True)
 def finish_transfer(t, tau, delay, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel, start,
-                    finish, ht, hs, hk, hsize, seq, shift, kind):
+                    finish, ht, hs, hk, hsize, seq, shift, kind, fifo, ftail):
     """Record that transfer ``t`` finished at ``tau`` and release every group whose node
-    pointer it moves (see the module notes). Returns ``(hsize, seq)``."""
+    pointer it moves (see the module notes). Returns ``(hsize, seq, ftail)``."""
     finish[t] = tau
     for side in range(2):
         g = gsrc[t] if side == 0 else gdst[t]
@@ -190,6 +197,6 @@ def finish_transfer(t, tau, delay, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel,
             nxt[u] += 1
             moved = True
         if moved and nxt[u] < nend[u]:
-            hsize, seq = release_group(nxt[u], tau, delay, rptr, rel, start, ht, hs, hk,
-                                       hsize, seq, shift, kind)
-    return hsize, seq
+            hsize, seq, ftail = release_group(nxt[u], tau, delay, rptr, rel, start, ht, hs,
+                                              hk, hsize, seq, shift, kind, fifo, ftail)
+    return hsize, seq, ftail
