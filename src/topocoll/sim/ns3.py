@@ -2,7 +2,9 @@
 
 Uses the ``ns3`` package from PyPI (the ``[ns3]`` extra: ns-3.44 with cppyy bindings).
 Importing it takes tens of seconds (cppyy loads and JIT-compiles the ns-3 headers), so
-it is imported only inside :meth:`Ns3Sim.run`, once per process.
+it is imported only inside :meth:`Ns3Sim.run`, once per process. Note that the wheel's
+loader also searches the *current directory* tree for ns-3 libraries and refuses to load
+when it finds a second build (reported as :class:`NotSupportedError`).
 
 Scenario. Every node (rank or switch) is an ns-3 node with the internet stack; every
 pair of opposite links ``u -> v``, ``v -> u`` becomes one point-to-point cable with the
@@ -127,10 +129,14 @@ def _ns():
     if _NS is None:
         reason = ns3_available()
         if reason:
-            raise ImportError(f"the ns3 backend needs ns-3: {reason}")
-        from ns import ns
+            raise NotSupportedError(f"the ns3 backend needs ns-3: {reason}")
+        try:
+            from ns import ns
 
-        ns.cppyy.cppdef(_DRIVER)
+            ns.cppyy.cppdef(_DRIVER)
+        except Exception as e:  # the wheel raises bare Exceptions (e.g. two ns-3 builds)
+            msg = " ".join(str(e).split())
+            raise NotSupportedError(f"ns-3 could not be loaded: {msg}") from e
         _NS = ns
     return _NS
 
@@ -203,10 +209,9 @@ class Ns3Sim:
 
         Raises
         ------
-        ImportError
-            If the ``ns3`` package is missing.
         NotSupportedError
-            If links are not in symmetric pairs, there are more than
+            If the ``ns3`` package is missing or fails to load, links are not in
+            symmetric pairs, there are more than
             :data:`MAX_TRANSFERS` transfers, or a transfer has an explicit path.
         """
         if not (math.isfinite(message_bytes) and message_bytes >= 0):
