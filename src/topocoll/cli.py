@@ -306,6 +306,12 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
                  help="Write a Chrome/Perfetto trace-event JSON timeline here.")] = None,
              heatmap: Annotated[Path | None, typer.Option(
                  help="Write a link-utilization heat map (PNG) here.")] = None,
+             background_load: Annotated[float, typer.Option(
+                 help="packet: Poisson background traffic at this fraction of the ranks' "
+                      "injection bandwidth, over the flow-level run time.")] = 0.0,
+             background_dist: Annotated[str, typer.Option(
+                 help="packet: background flow sizes, websearch or datamining.")] = "websearch",
+             seed: Annotated[int, typer.Option(help="Seed of the background traffic.")] = 0,
              as_json: JsonOpt = False) -> None:
     """Simulate a schedule; per-transfer timing, busiest links, optional trace/heat map."""
     from .errors import NotSupportedError
@@ -319,7 +325,20 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
                                 " use `topocoll cost --backend` for the other models")
     s = load_schedule(schedule)
     t = _topology(topology)
-    opts = {"reduce_bandwidth": parse_rate(reduce_bandwidth)} if reduce_bandwidth else {}
+    opts: dict[str, Any] = {}
+    if reduce_bandwidth:
+        opts["reduce_bandwidth"] = parse_rate(reduce_bandwidth)
+    if background_load:
+        from .sim import FlowSim, poisson_traffic
+
+        if backend != "packet":
+            raise NotSupportedError("background traffic needs --backend packet")
+        if not 0 < background_load <= 1:
+            raise NotSupportedError(f"--background-load must be in (0, 1], got "
+                                    f"{background_load}")
+        span = FlowSim(bound=False).evaluate(s, t, parse_size(size)).time
+        opts["background"] = poisson_traffic(t, background_load, max(span, 1e-6),
+                                             distribution=background_dist, seed=seed)
     run = cost_model(backend, alpha=parse_time(alpha), **opts).run(s, t, parse_size(size))
     r = run.result
     if trace:
@@ -349,6 +368,10 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
                   highlight=False)
     if backend == "packet":
         st = run.stats
+        if len(run.background_finish):
+            fct = run.background_finish - run.background_start
+            out.print(f"  {len(fct)} background flows, mean completion "
+                      f"{format_time(float(fct.mean()))}", highlight=False)
         out.print(f"  {st['packets']} packets, {st['drops']} drops, {st['retransmits']} "
                   f"retransmits, {st['ecn_marks']} ECN marks, peak queue "
                   f"{format_size(float(run.queue_peak.max()))}, {st['events']} events "

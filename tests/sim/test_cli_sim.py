@@ -45,7 +45,14 @@ def test_simulate_table_and_errors(tmp_path):
     r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--backend", "packet", "-s",
                             "4MiB", "--json"])
     assert json.loads(r.output)["model"] == "packet"
-    for args, text in ((["--backend", "analytical"], "simulate supports"),
+    r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--backend", "packet", "-s",
+                            "16MiB", "--background-load", "0.5", "--seed", "2"])
+    assert r.exit_code == 0 and "background flows" in r.output, r.output
+    for args, text in ((["--background-load", "0.5"], "needs --backend packet"),
+                       (["--backend", "packet", "--background-load", "2"], "must be in (0, 1]"),
+                       (["--backend", "packet", "--background-load", "0.2",
+                         "--background-dist", "video"], "unknown flow-size"),
+                       (["--backend", "analytical"], "simulate supports"),
                        (["--alpha", "soon"], "cannot parse time"),
                        (["-t", "ring:4"], "not in topology")):
         cmd = ["simulate", str(s), "-t", "ring:8", *args]
