@@ -306,6 +306,8 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
                  help="Write a Chrome/Perfetto trace-event JSON timeline here.")] = None,
              heatmap: Annotated[Path | None, typer.Option(
                  help="Write a link-utilization heat map (PNG) here.")] = None,
+             utilization: Annotated[Path | None, typer.Option(
+                 help="Write per-link utilization over time (CSV, 100 bins) here.")] = None,
              background_load: Annotated[float, typer.Option(
                  help="packet: Poisson background traffic at this fraction of the ranks' "
                       "injection bandwidth, over the flow-level run time.")] = 0.0,
@@ -345,15 +347,24 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
         write_trace(run, trace)
     if heatmap:
         plot_utilization(run, heatmap)
-    _, util = link_utilization(run, bins=100)
+    edges, util = link_utilization(run, bins=100)
     busy = util.mean(axis=0)
+    if utilization:
+        import numpy as np
+
+        head = "t_start_s,t_end_s," + ",".join(
+            f"{int(a)}->{int(b)}#{i}" for i, (a, b) in enumerate(zip(t.link_src, t.link_dst,
+                                                                      strict=True)))
+        np.savetxt(utilization, np.column_stack([edges[:-1], edges[1:], util]), delimiter=",",
+                   header=head, comments="", fmt="%.6g")
     top = [int(i) for i in busy.argsort(kind="stable")[::-1][:5] if busy[i] > 0]
     info = {**r.to_dict(), "steps": s.num_steps, "transfers": s.num_transfers,
             "first_start_s": float(r.transfer_start.min()) if s.num_transfers else 0.0,
             "last_finish_s": r.time, **run.stats,
             "busiest_links": [{"link": i, "src": int(t.link_src[i]), "dst": int(t.link_dst[i]),
                                "mean_utilization": float(busy[i])} for i in top],
-            "trace": str(trace) if trace else None, "heatmap": str(heatmap) if heatmap else None}
+            "trace": str(trace) if trace else None, "heatmap": str(heatmap) if heatmap else None,
+            "utilization": str(utilization) if utilization else None}
     if as_json:
         info.pop("step_times_s")
         info.pop("link_load_bytes")
@@ -376,7 +387,7 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
                   f"retransmits, {st['ecn_marks']} ECN marks, peak queue "
                   f"{format_size(float(run.queue_peak.max()))}, {st['events']} events "
                   f"({st['events_per_s'] / 1e6:.2f} M events/s)", highlight=False)
-    for label, p in (("trace", trace), ("heat map", heatmap)):
+    for label, p in (("trace", trace), ("heat map", heatmap), ("utilization", utilization)):
         if p:
             out.print(f"{label} written to {p}", highlight=False)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from topocoll.cli import app
@@ -20,10 +22,10 @@ def _schedule(tmp_path, topo="ring:8", algo="ring"):
 
 def test_simulate_json_trace_heatmap(tmp_path):
     s = _schedule(tmp_path)
-    trace, heat = tmp_path / "t.json", tmp_path / "h.png"
+    trace, heat, csv = tmp_path / "t.json", tmp_path / "h.png", tmp_path / "u.csv"
     r = runner.invoke(app, ["simulate", str(s), "-t", "ring:8", "--backend", "flow",
                             "--trace", str(trace), "--heatmap", str(heat), "-s", "8MiB",
-                            "--json"])
+                            "--utilization", str(csv), "--json"])
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     assert info["model"] == "flow" and info["transfers"] == 112 and info["steps"] == 14
@@ -32,6 +34,12 @@ def test_simulate_json_trace_heatmap(tmp_path):
     ev = json.loads(trace.read_text())["traceEvents"]
     assert sum(e["ph"] == "X" for e in ev) == 112
     assert heat.read_bytes()[:4] == b"\x89PNG"
+    lines = csv.read_text().splitlines()
+    assert len(lines) == 101 and lines[0].startswith("t_start_s,t_end_s,0->1#")
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1)
+    assert rows.shape == (100, 2 + 16) and rows[:, 2:].max() <= 1 + 1e-9
+    assert rows[:, 2:].mean(axis=0).max() == pytest.approx(
+        info["busiest_links"][0]["mean_utilization"], rel=1e-5)
 
 
 def test_simulate_table_and_errors(tmp_path):
