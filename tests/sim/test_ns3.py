@@ -3,7 +3,8 @@
 One test runs the three scenarios of issue 6 so that ns-3 is imported once (the import
 takes 20-30 s). Our packet level is configured like the ns-3 scenario: 1448-byte
 segments, 54-byte headers and acks, initial window 64, acks FIFO with data, a handshake
-per transfer, no ECN.
+per transfer, no ECN, slow start growing by half a packet per ack (ns-3's NewReno adds
+one segment per ack, and its receiver acks every second segment).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from topocoll.topology import from_edges, ring, star
 from topocoll.topology.spec import parse_spec
 
 NS3_LIKE = dict(mtu=1448, header_bytes=54, ack_bytes=54, init_cwnd=64, ack_priority=None,
-                handshake=True, ecn_bytes=1e18)
+                handshake=True, ecn_bytes=1e18, slow_start_gain=0.5)
 
 
 def _incast(n):
@@ -40,9 +41,9 @@ def test_packet_level_against_ns3():
         ("ring8", ring(8, bandwidth=1.25e9, latency=1e-6), ring_allreduce(ring(8)), 8e6, {},
          0.10),
         ("incast16", star(17, bandwidth=1.25e9, latency=1e-6), _incast(16), 17e6, {}, 0.10),
-        # measured +14% (hash) and +9..+11% (spray, seed-dependent) at 4 MB: the 10% target
-        # of issue 6 is not met on this scenario; this bound guards against regressions
-        ("fattree", ft, ring_allreduce(ft), 4e6, dict(ecmp="hash"), 0.20),
+        # measured +7.0% at 4 MB (deterministic: ECMP hash seed 0, ns-3's default seed);
+        # at 16 MB the gap is +19% (docs/performance.md), so the size matters
+        ("fattree", ft, ring_allreduce(ft), 4e6, dict(ecmp="hash"), 0.10),
     ]
     for name, topo, sched, size, kw, tol in cases:
         ns = Ns3Sim().run(sched, topo, size)

@@ -61,7 +61,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     reduce, reduce_bw, alpha, gsrc, gdst, gnode, count, nfirst, nend, rptr,
                     rel, lsrc, ldst, cap, llat, fwd, buf_cap, drop_b, ecn_b, mtu, header,
                     cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes, dupthresh,
-                    handshake):
+                    handshake, ss_gain):
     np.random.seed(seed)
     F, L, N, C = len(nbytes), len(cap), len(fwd), num_classes
     npk = np.zeros(F, np.int64)
@@ -265,7 +265,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     ssthresh[f] = cwnd[f]
                     cut_end[f] = next_new[f]
                 elif not ecn:
-                    cwnd[f] += 1.0 if cwnd[f] < ssthresh[f] else 1.0 / cwnd[f]
+                    cwnd[f] += ss_gain if cwnd[f] < ssthresh[f] else 1.0 / cwnd[f]
                     cwnd[f] = min(cwnd[f], max_cwnd[f])
                 if cum[f] >= wnd_end[f]:
                     frac_m = marked_w[f] / max(1, acked_w[f])

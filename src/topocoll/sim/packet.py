@@ -137,6 +137,10 @@ class PacketSim:
         Open every transfer with a request/answer exchange (``ack_bytes`` each, through
         the queues, never dropped) before data flows, as a TCP three-way handshake does.
         Off by default (RDMA-style connections set up ahead of time).
+    slow_start_gain : float
+        Window increase per acknowledged packet in slow start: 1 doubles the window every
+        round trip; 0.5 grows it like a TCP whose receiver acknowledges every second
+        segment (delayed acknowledgements) and whose sender adds one segment per ack.
     dctcp_g : float
         DCTCP's gain for the marked-fraction average.
     alpha, reduce_bandwidth : float
@@ -200,6 +204,7 @@ class PacketSim:
     rto: float = 1e-3
     dupthresh: int = 3
     handshake: bool = False
+    slow_start_gain: float = 1.0
     dctcp_g: float = 1 / 16
     alpha: float = 0.0
     reduce_bandwidth: float | None = None
@@ -230,6 +235,9 @@ class PacketSim:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not (isinstance(self.dupthresh, int) and self.dupthresh >= 1):
             raise ValueError(f"dupthresh must be an int >= 1, got {self.dupthresh!r}")
+        if not 0 < self.slow_start_gain <= 1:
+            raise ValueError(f"slow_start_gain must be in (0, 1], got "
+                             f"{self.slow_start_gain!r}")
         if not 0 < self.dctcp_g <= 1:
             raise ValueError(f"dctcp_g must be in (0, 1], got {self.dctcp_g!r}")
         if not (math.isfinite(self.alpha) and self.alpha >= 0):
@@ -294,7 +302,8 @@ class PacketSim:
             _classes(self.drop_bytes, "drop_bytes"), _classes(self.ecn_bytes, "ecn_bytes"),
             int(self.mtu), int(self.header_bytes), cwnd0, max_cwnd, float(self.rto),
             float(self.dctcp_g), self.ecmp == "spray", int(self.seed), float(bin_w),
-            NUM_CLASSES, int(self.dupthresh), bool(self.handshake))
+            NUM_CLASSES, int(self.dupthresh), bool(self.handshake),
+            float(self.slow_start_gain))
         wall = time.perf_counter() - t0
         tf = finish[:T]
         load = np.bincount(link[:ptr[T]], weights=np.repeat(nbytes[:T], np.diff(ptr[:T + 1]))
