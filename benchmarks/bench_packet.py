@@ -12,8 +12,8 @@ Part 2 (ns-3 cross-check scenarios, 10 Gb/s links, 1 us latency): simulated time
 packet level and of ns-3 (``topocoll.sim.ns3.Ns3Sim``), and the wall-time ratio of
 ``Simulator::Run`` to our run. Our packet level is configured like the ns-3 scenario
 (1448-byte segments, 54-byte headers and acks, initial window 64, acks FIFO with data,
-a handshake per transfer, no ECN, slow-start gain 0.5). Importing ns-3 (tens of seconds) is not counted.
-Prints Markdown tables.
+a handshake per transfer, no ECN, slow-start gain 0.5). Importing ns-3 (tens of
+seconds) is not counted. Prints Markdown tables.
 """
 
 from __future__ import annotations
