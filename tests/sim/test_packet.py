@@ -165,6 +165,7 @@ def test_zero_bytes_and_errors():
     assert r.time == pytest.approx(6 * 1e-6)
     for kw, text in ((dict(mtu=0), "mtu"), (dict(ecmp="x"), "ecmp"), (dict(priority=8), "priority"),
                      (dict(ack_priority=-1), "ack_priority"),
+                     (dict(slow_start_gain=0), "slow_start_gain"),
                      (dict(rto=0), "rto"), (dict(drop_bytes=-1), "drop_bytes"),
                      (dict(dupthresh=0), "dupthresh")):
         with pytest.raises(ValueError, match=text):
