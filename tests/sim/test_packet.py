@@ -142,6 +142,10 @@ def test_spray_reorders_hash_does_not():
     used_s = np.count_nonzero(sp.link_bytes.sum(axis=0)[core] > 1e6)
     assert used_h == 1 and used_s > 1
     assert h.stats["retransmits"] == 0
+    again = PacketSim(ecmp="spray", dupthresh=1000).run(s, t, size)     # seeded spraying
+    assert np.array_equal(again.link_bytes, sp.link_bytes)
+    other = PacketSim(ecmp="spray", dupthresh=1000, seed=7).run(s, t, size)
+    assert not np.array_equal(other.link_bytes, sp.link_bytes)
 
 
 def test_outputs_on_packet_runs():
