@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,7 +27,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 topology_app = typer.Typer(no_args_is_help=True, help="Describe and validate topologies.")
 app.add_typer(topology_app, name="topology")
 
-out = Console(soft_wrap=True)
+# Piped output (CI logs, `make demo | tee`) would otherwise be cut to rich's default 80
+# columns, truncating every table cell; a terminal or an explicit COLUMNS still wins.
+_PIPE_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+out = Console(soft_wrap=True, width=_PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
