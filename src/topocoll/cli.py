@@ -111,8 +111,8 @@ def topology_validate(path: Annotated[Path, typer.Argument(help="YAML/JSON topol
 @_handle_errors
 def compare(topology: TopoOpt,
             collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
-            size: Annotated[list[str] | None, typer.Option("--size", "-s",
-                                                           help="Message size; repeatable.")] = None,
+            size: Annotated[list[str] | None,
+                            typer.Option("--size", "-s", help="Message size; repeatable.")] = None,
             algorithm: Annotated[list[str] | None, typer.Option("--algorithm", "-a")] = None,
             ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
             root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
@@ -269,7 +269,7 @@ def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocol
             t = _topology(spec)
             bar.update(task, description=f"{kind} on {t.name}")
             rows = compare_algorithms(
-                t, kind, sizes, progress=lambda name, t=t: bar.update(
+                t, kind, sizes, progress=lambda name, t=t, kind=kind: bar.update(
                     task, description=f"{kind} on {t.name}: {name}"))
             sections.append((f"{t.name} ({t.num_ranks} ranks, {t.num_switches} switches)",
                              kind, rows))

@@ -76,7 +76,8 @@ def test_round_trip(tmp_path, suffix):
 @pytest.mark.parametrize("data,field", [
     ({"type": "other"}, "type"), ({"type": "topocoll.schedule", "version": 99}, "version"),
     ({"type": "topocoll.schedule", "version": 1}, "collective"),
-    ({"type": "topocoll.schedule", "version": 1, "collective": {"kind": "allgather", "ranks": [0, 1]},
+    ({"type": "topocoll.schedule", "version": 1,
+      "collective": {"kind": "allgather", "ranks": [0, 1]},
       "steps": [[{"src": 0, "dst": 1, "op": "move", "chunks": [0]}]]}, "transfer"),
 ])
 def test_bad_files_name_the_field(data, field):
