@@ -6,7 +6,7 @@ Describe a fabric (:mod:`topocoll.topology`), state a collective
 """
 
 from .errors import InfeasibleError, NotSupportedError, ScheduleError, TopocollError, TopologyError
-from .units import GB, MB, GBps, GiB, Gbps, KiB, MiB, ms, ns, us
+from .units import GB, MB, GBps, Gbps, GiB, KiB, MiB, ms, ns, us
 from .verification import verify
 
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,7 +27,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 topology_app = typer.Typer(no_args_is_help=True, help="Describe and validate topologies.")
 app.add_typer(topology_app, name="topology")
 
-out = Console(soft_wrap=True)
+# Piped output (CI logs, `make demo | tee`) would otherwise be cut to rich's default 80
+# columns, truncating every table cell; a terminal or an explicit COLUMNS still wins.
+_PIPE_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+out = Console(soft_wrap=True, width=_PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -110,8 +114,8 @@ def topology_validate(path: Annotated[Path, typer.Argument(help="YAML/JSON topol
 @_handle_errors
 def compare(topology: TopoOpt,
             collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
-            size: Annotated[list[str] | None, typer.Option("--size", "-s",
-                                                           help="Message size; repeatable.")] = None,
+            size: Annotated[list[str] | None,
+                            typer.Option("--size", "-s", help="Message size; repeatable.")] = None,
             algorithm: Annotated[list[str] | None, typer.Option("--algorithm", "-a")] = None,
             ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
             root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
@@ -273,7 +277,7 @@ def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocol
             t = _topology(spec)
             bar.update(task, description=f"{kind} on {t.name}")
             rows = compare_algorithms(
-                t, kind, sizes, progress=lambda name, t=t: bar.update(
+                t, kind, sizes, progress=lambda name, t=t, kind=kind: bar.update(
                     task, description=f"{kind} on {t.name}: {name}"))
             sections.append((f"{t.name} ({t.num_ranks} ranks, {t.num_switches} switches)",
                              kind, rows))

@@ -132,7 +132,8 @@ class Collective:
     def num_chunks(self) -> int:
         """Total number of distinct chunks."""
         p, k = self.num_ranks, self.split
-        return {"allgather": p * k, "reduce_scatter": p * k, "alltoall": p * p * k}.get(self.kind, k)
+        per_kind = {"allgather": p * k, "reduce_scatter": p * k, "alltoall": p * p * k}
+        return per_kind.get(self.kind, k)
 
     @property
     def chunks_per_buffer(self) -> int:

@@ -43,7 +43,8 @@ class ScheduleError(TopocollError, ValueError):
     Parameters
     ----------
     message : str
-        Human-readable description, e.g. ``"step 4, transfer 3->6: chunk 2 reduced twice from rank 0"``.
+        Human-readable description, e.g.
+        ``"step 4, transfer 3->6: chunk 2 reduced twice from rank 0"``.
     kind : str, optional
         Stable violation kind (see :mod:`topocoll.verification`).
     step, transfer, rank, chunk : int, optional

@@ -39,7 +39,8 @@ def test_bad_spec_is_one_line_and_nonzero(spec, item):
 def test_validate_file(tmp_path):
     good = tmp_path / "t.yaml"
     good.write_text("type: topocoll.topology\nversion: 1\nname: pair\nnum_ranks: 2\n"
-                    "num_switches: 0\nlinks:\n- {src: 0, dst: 1, bandwidth: 100Gbps, latency: 1us}\n"
+                    "num_switches: 0\nlinks:\n"
+                    "- {src: 0, dst: 1, bandwidth: 100Gbps, latency: 1us}\n"
                     "- {src: 1, dst: 0, bandwidth: 100Gbps, latency: 1us}\n")
     assert "valid" in run("topology", "validate", str(good)).stdout
     bad = tmp_path / "bad.yaml"

@@ -3,8 +3,8 @@ import pytest
 from topocoll.units import (
     GB,
     GBps,
-    GiB,
     Gbps,
+    GiB,
     KiB,
     MiB,
     UnitError,

@@ -76,13 +76,52 @@ def test_round_trip(tmp_path, suffix):
 @pytest.mark.parametrize("data,field", [
     ({"type": "other"}, "type"), ({"type": "topocoll.schedule", "version": 99}, "version"),
     ({"type": "topocoll.schedule", "version": 1}, "collective"),
-    ({"type": "topocoll.schedule", "version": 1, "collective": {"kind": "allgather", "ranks": [0, 1]},
+    ({"type": "topocoll.schedule", "version": 1,
+      "collective": {"kind": "allgather", "ranks": [0, 1]},
       "steps": [[{"src": 0, "dst": 1, "op": "move", "chunks": [0]}]]}, "transfer"),
 ])
 def test_bad_files_name_the_field(data, field):
     with pytest.raises(ScheduleError) as e:
         schedule_from_dict(data)
     assert field in str(e.value)
+
+
+def _one_transfer(**row):
+    t = {"src": 0, "dst": 1, "op": "copy", "chunks": [0]}
+    t.update(row)
+    return {"type": "topocoll.schedule", "version": 1,
+            "collective": {"kind": "allgather", "ranks": [0, 1]},
+            "steps": [[{"src": 1, "dst": 0, "op": "copy", "chunks": [1]}], [t]]}
+
+
+@pytest.mark.parametrize("row,message", [
+    ({"src": 1.0}, "step 1, transfer 0: field 'src' must hold integers, got 1.0"),
+    ({"dst": True}, "step 1, transfer 0: field 'dst' must hold integers, got True"),
+    ({"chunks": ["0"]}, "step 1, transfer 0: field 'chunks' must hold integers, got '0'"),
+    ({"path": [0, 0.5, 1]}, "step 1, transfer 0: field 'path' must hold integers, got 0.5"),
+    ({"chunks": 3}, "step 1, transfer 0: malformed transfer"),
+    ({"op": "move"}, "step 1, transfer 0: malformed transfer"),
+    ({"chunks": []}, "transfer 1 (0->1) carries no chunks"),
+])
+def test_bad_transfers_are_named_not_coerced(row, message):
+    with pytest.raises(ScheduleError) as e:
+        schedule_from_dict(_one_transfer(**row))
+    assert message in str(e.value)
+
+
+def test_fast_and_row_by_row_readers_agree():
+    from topocoll.schedule.io import _columns, _from_rows
+    b = ScheduleBuilder(allgather(3))
+    b.add(0, 1, [0], path=[0, 1]).add(1, 2, [1]).new_step()
+    b.add(2, 0, [2, 1]).add(1, 0, [1], path=[1, 2, 0]).new_step().new_step().add(1, 2, [0])
+    s = b.build()
+    d = json.loads(json.dumps(schedule_to_dict(s)))
+    assert _columns(d["steps"]) is not None
+    fast = Schedule(s.collective, *_columns(d["steps"]))
+    slow = _from_rows(s.collective, d["steps"], "", {})
+    assert same(fast, s) and same(slow, s)
+    assert np.array_equal(fast.path_ptr, s.path_ptr)
+    assert np.array_equal(fast.path_nodes, s.path_nodes)
 
 
 def test_transforms_compose_correct_schedules():

@@ -28,6 +28,7 @@ __all__ = ["schedule_to_dict", "schedule_from_dict", "save_schedule", "load_sche
 
 FORMAT_VERSION = 1
 _TYPE = "topocoll.schedule"
+_OPS = {"copy": Op.COPY, "reduce": Op.REDUCE}
 
 
 def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
@@ -81,24 +82,92 @@ def schedule_from_dict(data: dict[str, Any]) -> Schedule:
                                            int(cd.get("split", 1)), cd.get("root"))
     except TopocollError as e:
         raise ScheduleError(f"field 'collective': {e}", kind="format") from e
+    steps = _field(data, "steps", "schedule")
+    name, meta = str(data.get("name", "")), dict(data.get("meta", {}))
+    cols = _columns(steps)
+    if cols is not None:
+        return Schedule(coll, *cols, name=name, meta=meta)
+    return _from_rows(coll, steps, name, meta)
+
+
+def _ints(values: list) -> np.ndarray | None:
+    """``values`` as an int64 array if every entry is a plain int, else None."""
+    if not set(map(type, values)) <= {int}:
+        return None
+    return np.array(values, dtype=np.int64)
+
+
+def _columns(steps: Any) -> tuple | None:
+    """The IR columns of well-formed ``steps``, or None if anything is off.
+
+    This is the fast path (list comprehensions, no per-transfer objects); on None the
+    caller re-reads row by row, which names the offending step and transfer.
+    """
+    if type(steps) is not list or not all(type(st) is list for st in steps):
+        return None
+    rows = [r for st in steps for r in st]
+    if not all(type(r) is dict for r in rows):
+        return None
+    try:
+        src, dst = _ints([r["src"] for r in rows]), _ints([r["dst"] for r in rows])
+        op = np.array([_OPS[r["op"]] for r in rows], dtype=np.int8)
+        lists = [r["chunks"] for r in rows]
+        paths = [r.get("path") for r in rows]
+    except (KeyError, TypeError):
+        return None
+    if not all(type(c) is list for c in lists):
+        return None
+    chunks = _ints([x for c in lists for x in c])
+    if src is None or dst is None or chunks is None:
+        return None
+    step_ptr = np.zeros(len(steps) + 1, dtype=np.int64)
+    np.cumsum([len(st) for st in steps], out=step_ptr[1:])
+    chunk_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in lists], out=chunk_ptr[1:])
+    path_ptr = path_nodes = None
+    if any(p is not None for p in paths):
+        if not all(p is None or type(p) is list for p in paths):
+            return None
+        path_nodes = _ints([x for p in paths if p for x in p])
+        if path_nodes is None:
+            return None
+        path_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(p) if p else 0 for p in paths], out=path_ptr[1:])
+    return step_ptr, src, dst, op, chunk_ptr, chunks, path_ptr, path_nodes
+
+
+def _from_rows(coll: Collective, steps: Any, name: str, meta: dict) -> Schedule:
+    """Read ``steps`` transfer by transfer, raising on the first malformed one."""
+    if not isinstance(steps, list):
+        raise ScheduleError("field 'steps': expected a list of steps", kind="format")
     b = ScheduleBuilder(coll)
-    for k, step in enumerate(_field(data, "steps", "schedule")):
+    for k, step in enumerate(steps):
         b.new_step()
         if not isinstance(step, list):
             raise ScheduleError(f"step {k}: expected a list of transfers", kind="format", step=k)
         for i, row in enumerate(step):
             where = f"step {k}, transfer {i}"
             try:
-                op = {"copy": Op.COPY, "reduce": Op.REDUCE}[_field(row, "op", where)]
-                chunks = [int(x) for x in _field(row, "chunks", where)]
-                b.add(int(_field(row, "src", where)), int(_field(row, "dst", where)),
-                      chunks, op, row.get("path"))
+                op = _OPS[_field(row, "op", where)]
+                chunks = [_int(x, where, "chunks") for x in _field(row, "chunks", where)]
+                path = row.get("path")
+                if path is not None:
+                    path = [_int(x, where, "path") for x in path]
+                b.add(_int(_field(row, "src", where), where, "src"),
+                      _int(_field(row, "dst", where), where, "dst"), chunks, op, path)
             except (KeyError, TypeError, ValueError) as e:
                 if isinstance(e, ScheduleError):
                     raise
                 raise ScheduleError(f"{where}: malformed transfer {row!r}", kind="format",
                                     step=k) from e
-    return b.build(name=str(data.get("name", "")), meta=dict(data.get("meta", {})))
+    return b.build(name=name, meta=meta)
+
+
+def _int(x: Any, where: str, key: str) -> int:
+    if type(x) is not int:
+        raise ScheduleError(f"{where}: field '{key}' must hold integers, got {x!r}",
+                            kind="format")
+    return x
 
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:

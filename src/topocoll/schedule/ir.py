@@ -123,8 +123,8 @@ class Schedule:
         t = len(self.src)
         sp, cp = self.step_ptr, self.chunk_ptr
         if len(sp) < 1 or sp[0] != 0 or sp[-1] != t or np.any(np.diff(sp) < 0):
-            raise ScheduleError("malformed schedule: step_ptr must rise from 0 to the transfer count",
-                                kind="malformed")
+            raise ScheduleError("malformed schedule: step_ptr must rise from 0 to the transfer "
+                                "count", kind="malformed")
         if len(self.dst) != t or len(self.op) != t or len(cp) != t + 1:
             raise ScheduleError("malformed schedule: column lengths differ", kind="malformed")
         if cp[0] != 0 or cp[-1] != len(self.chunks):
@@ -295,7 +295,8 @@ class ScheduleBuilder:
                 ptr = np.arange(n + 1, dtype=np.int64) * arr.shape[1]
                 ids = arr.reshape(-1)
             else:
-                raise ScheduleError("chunks must be 1-D, 2-D or a (ptr, ids) pair", kind="malformed")
+                raise ScheduleError("chunks must be 1-D, 2-D or a (ptr, ids) pair",
+                                    kind="malformed")
         src = np.broadcast_to(np.asarray(src, dtype=np.int32), (n,))
         dst = np.broadcast_to(np.asarray(dst, dtype=np.int32), (n,))
         ops = np.broadcast_to(np.asarray(op, dtype=np.int8), (n,))
@@ -314,9 +315,9 @@ class ScheduleBuilder:
     def add_steps(self, src, dst, chunks, op=Op.COPY) -> ScheduleBuilder:
         """Append ``S`` new steps of ``n`` single-chunk transfers each, in one call.
 
-        ``src``, ``dst``, ``chunks`` and ``op`` broadcast to shape ``(S, n)``; row ``i`` becomes a new
-        step. This is the bulk path for regular algorithms (rings, recursive doubling) at
-        thousands of ranks.
+        ``src``, ``dst``, ``chunks`` and ``op`` broadcast to shape ``(S, n)``; row ``i``
+        becomes a new step. This is the bulk path for regular algorithms (rings, recursive
+        doubling) at thousands of ranks.
         """
         chunks = np.asarray(chunks)
         shape = np.broadcast_shapes(np.shape(src), np.shape(dst), chunks.shape, np.shape(op))

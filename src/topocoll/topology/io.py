@@ -113,8 +113,10 @@ def topology_from_dict(data: Mapping[str, Any], *, name: str = "topology") -> To
         raise TopologyError(f"a topology must be a mapping, got {type(data).__name__}",
                             item="field 'type'")
     if data.get("type") != TYPE_TAG:
-        raise TopologyError(f"field 'type' must be {TYPE_TAG!r}, got {data.get('type')!r}",
-                            item="field 'type'")
+        found = "it is missing" if "type" not in data else f"got {data['type']!r}"
+        raise TopologyError(f"not a topocoll topology: field 'type' must be {TYPE_TAG!r} "
+                            f"({found}; an ASTRA-sim network.yml has a 'topology' list "
+                            "instead)", item="field 'type'")
     version = data.get("version")
     if version != FORMAT_VERSION or isinstance(version, bool):
         raise TopologyError(f"unsupported topology format version {version!r}; this topocoll "
