@@ -119,11 +119,16 @@ def test_subgroup_and_symmetry_fallback():
 def test_max_flow_and_big_integers_exact():
     v, side = max_flow(capacity_graph(ring(6)), 0, 3)
     assert v == 2 and side[0] and not side[3]
-    # capacities that do not fit int32 take the exact big-integer path
-    t = Topology("big", 3, 0, (Link(0, 1, 1e9 / 3), Link(1, 0, 1.0), Link(1, 2, 7.0),
+    # decimal bandwidths stay exact
+    t = Topology("dec", 3, 0, (Link(0, 1, 1e9 / 3), Link(1, 0, 1.0), Link(1, 2, 7.0),
                                Link(2, 1, 3e9), Link(2, 0, 2.5), Link(0, 2, 1e9 / 7)))
-    assert max(capacity_graph(t).cap) > 2**31
     assert allgather_optimum(t).value == _brute_allgather(t)
+    # capacities summing beyond int64 take the exact big-integer (networkx) path
+    t = Topology("big", 3, 0, (Link(0, 1, 1e25), Link(1, 0, 1.5), Link(1, 2, 7e24),
+                               Link(2, 1, 3e9), Link(2, 0, 2.5), Link(0, 2, 1e20)))
+    assert sum(capacity_graph(t).cap) > 2**63
+    assert allgather_optimum(t).value == _brute_allgather(t)
+    assert broadcast_optimum(t, 1).value == Fraction(4)
 
 
 def test_cut_bound_exact_method():

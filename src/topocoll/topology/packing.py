@@ -189,7 +189,7 @@ class _Checker:
                           tuple(cap), Fraction(1), self.members)
         f = _Flow(g)
         f.set(cap)
-        out = [f.run(s, v)[0] for v in (self.members if sinks is None else sinks)]
+        out = [f.value(s, v) for v in (self.members if sinks is None else sinks)]
         self.flows += f.flows
         return out
 
