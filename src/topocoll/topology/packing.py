@@ -288,6 +288,22 @@ def _split_proportional(w, caps, pieces, roots, need, chk) -> None:
     for j in range(len(T)):
         while q[:, j].sum() > outs[T[j]]:
             q[int(np.argmax(q[:, j])), j] -= 1
+    # hand out what rounding left, one unit at a time, largest remainders first
+    r = np.array([ins[u] for u in U]) - q.sum(axis=1)
+    c = np.array([outs[t] for t in T]) - q.sum(axis=0)
+    frac = y - q
+    order = [(i, j) for i, j in zip(*np.unravel_index(np.argsort(-frac, axis=None), frac.shape))
+             if U[i] != T[j]]
+    while r.sum() and c.sum():
+        moved = False
+        for i, j in order:
+            if r[i] and c[j]:
+                q[i, j] += 1
+                r[i] -= 1
+                c[j] -= 1
+                moved = True
+        if not moved:
+            break
     plan = [(U[i], T[j], int(q[i, j])) for i in range(len(U)) for j in range(len(T))
             if q[i, j] > 0]
     if not plan:
