@@ -42,8 +42,12 @@ __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
            "choose_batches", "CHUNK_BUDGET"]
 
-#: Largest number of (transfer, chunk) entries a default schedule may hold.
+#: Largest number of (transfer, chunk) entries a schedule with default batches may hold
+#: (or ``20 * budget`` if larger).
 CHUNK_BUDGET = 2_000_000
+#: Default largest number of transfers (rows x steps) when batches are chosen; pass
+#: ``budget=`` for longer pipelines (better at large sizes on deep trees).
+TRANSFER_BUDGET = 50_000
 #: Message size (bytes) the default number of batches is chosen for.
 DEFAULT_SIZE = 2.0**30
 
@@ -127,11 +131,12 @@ def _bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
 
 def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
                    alpha: float = 0.0, reverse_graph: bool = False,
-                   budget: int = CHUNK_BUDGET) -> int:
+                   budget: int = TRANSFER_BUDGET) -> int:
     """The number of batches ``P`` minimizing the pipeline's alpha-beta time.
 
     ``chunk_bytes_per_batch`` is the chunk size when ``P = 1`` (it shrinks as ``1/P``).
     Per step: ``alpha + ℓ + max_e load_e / bandwidth_e`` over the arcs of active depths.
+    ``P`` is a power of two with at most ``budget`` transfers in the schedule.
     """
     if not len(rows.src):
         return 1
@@ -159,7 +164,9 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
             L[d, j] = v
     C = np.cumsum(L, axis=0)
     per_batch = int(rows.count.sum())
-    pmax = max(1, min(1 << 14, budget // max(per_batch, 1)))
+    chunk_limit = max(CHUNK_BUDGET, 20 * budget)
+    pmax = max(1, min(1 << 14, chunk_limit // max(per_batch, 1),
+                      budget // max(len(rows.src), 1)))
     best, best_p = math.inf, 1
     P = 1
     while P <= pmax:
@@ -202,7 +209,7 @@ def _build(coll: Collective, rows: _Rows, P: int) -> Schedule:
 
 def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
                batches: int | None, size: float, alpha: float, *, rooted: int | None,
-               reverse_graph: bool) -> tuple[_Rows, int]:
+               reverse_graph: bool, budget: int) -> tuple[_Rows, int]:
     if rooted is None:
         base = {r: i * Q * (batches or 1) for i, r in enumerate(group)}
     else:
@@ -211,27 +218,28 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
-                                 reverse_graph=reverse_graph)
+                                 reverse_graph=reverse_graph, budget=budget)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     if rooted is None:
         rows = _rows(packing, {r: i * Q * batches for i, r in enumerate(group)}, Q, batches)
     return rows, batches
 
 
-def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None):
+def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None,
+                 budget=TRANSFER_BUDGET):
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
     Q = Q or _quantum(p)
     rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
-                         reverse_graph=reverse_graph)
+                         reverse_graph=reverse_graph, budget=budget)
     return group, rows, P
 
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0) -> Schedule:
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
     Parameters
@@ -246,6 +254,8 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         and per-transfer overhead ``alpha``.
     size, alpha : float
         Message size and overhead the default ``P`` is chosen for.
+    budget : int
+        Most transfers the default ``P`` may produce (:func:`choose_batches`).
 
     Examples
     --------
@@ -254,14 +264,14 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s.collective.describe(), s.num_steps
     ('allgather(p=4, k=4)', 4)
     """
-    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, False)
+    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, False, None, budget)
     s = _build(allgather(group, split=rows.Q * P), rows, P)
     return s.replace(name="optimal", meta={"batches": str(P), "trees_per_root": str(rows.Q)})
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
-                           alpha: float = 0.0) -> Schedule:
+                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
 
@@ -271,7 +281,7 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
     >>> optimal_reduce_scatter(ring(4), batches=1).step(0)[0].op.name
     'REDUCE'
     """
-    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, True)
+    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, True, None, budget)
     fwd = _build(allgather(group, split=rows.Q * P), rows, P)
     return reverse(fwd, reduce_scatter(group, split=rows.Q * P), name="optimal",
                    meta={"batches": str(P), "trees_per_root": str(rows.Q)})
@@ -279,7 +289,7 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0) -> Schedule:
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
     Examples
@@ -294,7 +304,7 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     Q = math.lcm(_quantum(optimal_packing(topology, group)),
                  _quantum(optimal_packing(topology, group, reverse=True)))
-    _, ag_rows, P = _gather_like(topology, group, batches, size, alpha, False, Q)
+    _, ag_rows, P = _gather_like(topology, group, batches, size, alpha, False, Q, budget // 2)
     _, rs_rows, _ = _gather_like(topology, group, P, size, alpha, True, Q)
     split = Q * P
     ag = _build(allgather(group, split=split), ag_rows, P)
@@ -304,7 +314,7 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                   meta={"batches": str(P), "trees_per_root": str(Q)})
 
 
-def _rooted(topology, ranks, root, batches, size, alpha, red: bool):
+def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
     group = resolve_group(topology, ranks)
     root = group[0] if root is None else int(root)
     require(root in group, f"root {root} is not one of the ranks {list(group)}")
@@ -313,13 +323,14 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool):
     p = broadcast_packing(topology, root, group, reverse=red)
     Q = _quantum(p)
     rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
-                         reverse_graph=red)
+                         reverse_graph=red, budget=budget)
     return group, root, rows, P
 
 
 def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
                       root: int | None = None, batches: int | None = None,
-                      size: float = DEFAULT_SIZE, alpha: float = 0.0) -> Schedule:
+                      size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                      budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the optimal pipelined broadcast: ``λ = min_v maxflow(root -> v)``
     arc-disjoint spanning trees (Edmonds), each carrying ``1/λ`` of the buffer.
 
@@ -330,14 +341,15 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s.collective.split   # four trees: one per direction out of the root
     4
     """
-    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, False)
+    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, False, budget)
     s = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
     return s.replace(name="optimal", meta={"batches": str(P), "trees": str(rows.Q)})
 
 
 def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                    root: int | None = None, batches: int | None = None,
-                   size: float = DEFAULT_SIZE, alpha: float = 0.0) -> Schedule:
+                   size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                   budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the optimal pipelined reduce: broadcast trees of the reversed graph, run
     backwards (rate ``min_v maxflow(v -> root)``).
 
@@ -347,7 +359,7 @@ def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> optimal_reduce(ring(5), root=0, batches=1).collective.kind
     'reduce'
     """
-    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, True)
+    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, True, budget)
     fwd = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
     return reverse(fwd, reduce(group, root=root, split=rows.Q * P), name="optimal",
                    meta={"batches": str(P), "trees": str(rows.Q)})

@@ -538,7 +538,7 @@ def optimal_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     >>> from topocoll.topology import ring
     >>> p = optimal_packing(ring(5, bandwidth=1.0))
     >>> p.ratio, p.per_root[0]
-    (Fraction(2, 1), 4)
+    (Fraction(2, 1), 2)
     """
     g = capacity_graph(topology, ranks)
     if reverse and _symmetric(g):
