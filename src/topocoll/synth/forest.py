@@ -47,7 +47,7 @@ __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
 CHUNK_BUDGET = 2_000_000
 #: Default largest number of transfers (rows x steps) when batches are chosen; pass
 #: ``budget=`` for longer pipelines (better at large sizes on deep trees).
-TRANSFER_BUDGET = 50_000
+TRANSFER_BUDGET = 8_000
 #: Message size (bytes) the default number of batches is chosen for.
 DEFAULT_SIZE = 2.0**30
 
@@ -188,8 +188,13 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     return best_p
 
 
-def _build(coll: Collective, rows: _Rows, P: int) -> Schedule:
+def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
+           flip: bool = False) -> Schedule:
+    """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
+    reverse order if ``flip``)."""
     b = ScheduleBuilder(coll)
+    for _ in range(lead):
+        b.new_step()
     D = rows.D
     any_path = any(p is not None for p in rows.paths)
     for s in range(P + D - 1):
@@ -198,6 +203,8 @@ def _build(coll: Collective, rows: _Rows, P: int) -> Schedule:
         if not len(sel):
             continue
         batch = s - (rows.depth[sel] - 1)
+        if flip:
+            batch = P - 1 - batch
         first = rows.start[sel] + batch * rows.Q
         cnt = rows.count[sel]
         ptr = np.concatenate([[0], np.cumsum(cnt)])

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
-from . import direct, forest, hierarchical, recursive, ring, trees
+from . import adaptive, direct, forest, hierarchical, recursive, ring, trees
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 
@@ -98,6 +98,8 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("optimal", "allreduce", forest.optimal_allreduce, _optimal_applies, _BATCHES),
     Synthesizer("optimal", "broadcast", forest.optimal_broadcast, _optimal_applies, _BATCHES),
     Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
+    Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
+                tunables=_BATCHES),
 )
 
 
