@@ -179,7 +179,7 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     >>> from topocoll.topology import ring
     >>> s = topology_adaptive_allreduce(ring(4), batches=4)
     >>> s.collective.kind, s.num_steps, s.meta["forests"]
-    ('allreduce', 10, 'exact')
+    ('allreduce', 9, 'exact')
     """
     group = resolve_group(topology, ranks)
     require(len(group) >= 2, "topology_adaptive needs at least two ranks")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
-from . import adaptive, direct, forest, hierarchical, recursive, ring, trees
+from . import adaptive, direct, forest, hierarchical, recursive, ring, ring_order, trees
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 
@@ -100,6 +100,9 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
                 tunables=_BATCHES),
+    Synthesizer("best_ring", "allgather", ring_order.best_ring_allgather),
+    Synthesizer("best_ring", "reduce_scatter", ring_order.best_ring_reduce_scatter),
+    Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce),
 )
 
 
