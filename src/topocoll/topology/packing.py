@@ -194,6 +194,41 @@ class _Checker:
         return out
 
 
+def _flows_arr(chk: _Checker, asrc: np.ndarray, adst: np.ndarray, cap: np.ndarray,
+               roots: dict[int, int], sets: list[tuple[frozenset[int], int]],
+               sinks: list[int]) -> list[int]:
+    """:meth:`_Checker.flows_for` with the arcs as arrays (the tree-growth hot path)."""
+    n = chk.n
+    s = n + len(sets)
+    total = sum(roots.values()) + sum(m for _, m in sets)
+    src, dst, cp = [asrc], [adst], [cap]
+    rs = [(r, c) for r, c in roots.items() if c > 0]
+    if rs:
+        src.append(np.full(len(rs), s))
+        dst.append(np.array([r for r, _ in rs]))
+        cp.append(np.array([c for _, c in rs]))
+    for i, (vs, m) in enumerate(sets):
+        if m > 0:
+            src.append(np.array([s] + [n + i] * len(vs)))
+            dst.append(np.array([n + i] + sorted(vs)))
+            cp.append(np.array([m] + [total + 1] * len(vs)))
+    src_a = np.concatenate(src).astype(np.int64)
+    dst_a = np.concatenate(dst).astype(np.int64)
+    cap_a = np.concatenate(cp).astype(np.int64)
+    keep = cap_a > 0
+    g = CapacityGraph(s + 1, src_a[keep], dst_a[keep], (), Fraction(1), chk.members)
+    f = _Flow(g)
+    f.caps = None
+    f.big = False
+    m = int(keep.sum())
+    c = np.zeros(2 * m, dtype=np.int64)
+    c[f.pos[:m]] = cap_a[keep]
+    f.cap = c
+    out = [f.value(s, v) for v in sinks]
+    chk.flows += f.flows
+    return out
+
+
 def _scaled(g: CapacityGraph, scale: int) -> dict[tuple[int, int], int]:
     return {(int(u), int(v)): c * scale
             for u, v, c in zip(g.src.tolist(), g.dst.tolist(), g.cap, strict=True)}
@@ -378,8 +413,13 @@ def pack_trees(g: CapacityGraph, scale: int, roots: dict[int, int]) -> Packing:
     need_total = sum(roots.values())
     if min(chk.flows_for(caps, roots, [])) < need_total:
         raise NotSupportedError(f"{need_total} trees do not fit at scale {scale}")
+    arcs_all = list(caps)
+    index = {a: i for i, a in enumerate(arcs_all)}
+    asrc = np.array([a for a, _ in arcs_all], dtype=np.int64)
+    adst = np.array([b for _, b in arcs_all], dtype=np.int64)
+    capa = np.array([caps[a] for a in arcs_all], dtype=np.int64)
     out_adj: dict[int, list[int]] = defaultdict(list)
-    for (u, v) in caps:
+    for (u, v) in arcs_all:
         out_adj[u].append(v)
     unstarted = dict(roots)
     N = len(g.members)
@@ -393,17 +433,17 @@ def pack_trees(g: CapacityGraph, scale: int, roots: dict[int, int]) -> Packing:
                 stack.pop()
                 done.append(TreeClass(root_, m, tuple(
                     (x, y, tuple(_take(pieces[x, y], m))) for x, y in arcs)))
-                for x, y in arcs:
-                    caps[x, y] -= m
+                for a in arcs:
+                    capa[index[a]] -= m
                 continue
             vset = set(verts)
-            # arcs already used by partial classes are reserved in `reserved`
-            reserved = defaultdict(int)
+            # arcs already used by partial classes are reserved
+            cur = capa.copy()
             for _, mm, _, aa in stack:
                 for a in aa:
-                    reserved[a] += mm
-            cur = {a: c - reserved[a] for a, c in caps.items()}
+                    cur[index[a]] -= mm
             others = [(frozenset(vv), mm) for _, mm, vv, _ in stack[:-1]]
+            need = sum(unstarted.values()) + sum(mm for _, mm, _, _ in stack)
             grown = False
             # whole layer at once: every outside vertex reachable from the tree by an arc
             # that can carry all m copies; only cuts holding a new vertex lose capacity,
@@ -411,30 +451,29 @@ def pack_trees(g: CapacityGraph, scale: int, roots: dict[int, int]) -> Packing:
             layer, seen = [], set()
             for x in verts:
                 for y in out_adj[x]:
-                    if y not in vset and y not in seen and cur[x, y] >= m:
+                    if y not in vset and y not in seen and cur[index[x, y]] >= m:
                         layer.append((x, y))
                         seen.add(y)
             if len(layer) > 1:
-                trial = dict(cur)
+                trial = cur.copy()
                 for a in layer:
-                    trial[a] -= m
+                    trial[index[a]] -= m
                 sets = others + [(frozenset(vset | seen), m)]
-                need = sum(unstarted.values()) + sum(mm for _, mm, _, _ in stack)
-                if min(chk.flows_for(trial, unstarted, sets, sorted(seen))) >= need:
+                if min(_flows_arr(chk, asrc, adst, trial, unstarted, sets, sorted(seen))) >= need:
                     stack[-1] = (root_, m, verts + [y for _, y in layer], arcs + layer)
                     continue
             for x in verts:                      # shallowest first
                 for y in out_adj[x]:
-                    if y in vset or cur[x, y] <= 0:
+                    i = index[x, y]
+                    if y in vset or cur[i] <= 0:
                         continue
-                    mu = min(m, cur[x, y])
-                    trial = dict(cur)
-                    trial[x, y] -= mu
+                    mu = int(min(m, cur[i]))
+                    trial = cur.copy()
+                    trial[i] -= mu
                     sets = others + [(frozenset(vset | {y}), mu), (frozenset(vset), m - mu)]
                     # only cuts holding y but not x lose mu, and every such cut is a cut
                     # for sink y: one max-flow gives the exact admissible multiplicity
-                    flow = chk.flows_for(trial, unstarted, sets, [y])[0]
-                    need = sum(unstarted.values()) + sum(mm for _, mm, _, _ in stack)
+                    flow = _flows_arr(chk, asrc, adst, trial, unstarted, sets, [y])[0]
                     mu -= max(0, need - flow)
                     if mu <= 0:
                         continue
