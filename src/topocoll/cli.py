@@ -305,7 +305,10 @@ def bound(topology: TopoOpt,
         "topology": t.name, "collective": collective, "ranks": len(group),
         "size_bytes": M, "time_s": cb.time, "algbw_Bps": M / cb.time if cb.time else None,
         "busbw_Bps": M / cb.time * busbw_factor(collective, len(group)) if cb.time else None,
-        "exact": str(cb.exact), "cut_direction": cb.direction,
+        "exact": str(cb.exact),
+        "exact_unit": ("seconds per byte of one rank's block"
+                       if collective in ("allgather", "reduce_scatter") else "bytes/s"),
+        "cut_direction": cb.direction,
         "cut_capacity_Bps": cb.capacity, "critical_cut": list(cb.ranks)}
     if collective == "allreduce":  # what reduce-scatter + allgather trees achieve
         rs = cut_bound(make_collective("reduce_scatter", group), t, M, method="exact")
