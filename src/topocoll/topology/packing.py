@@ -426,9 +426,10 @@ def pack_trees(g: CapacityGraph, scale: int, roots: dict[int, int]) -> Packing:
     done: list[TreeClass] = []
     for root, k in roots.items():
         unstarted[root] = 0
-        stack = [(root, k, [root], [])]   # (root, mult, vertices in order, arcs)
+        # (root, mult, vertices in order, arcs, arcs that failed, try whole layers)
+        stack = [(root, k, [root], [], set(), True)]
         while stack:
-            root_, m, verts, arcs = stack[-1]
+            root_, m, verts, arcs, failed, layers = stack[-1]
             if len(verts) == N:
                 stack.pop()
                 done.append(TreeClass(root_, m, tuple(
@@ -439,52 +440,63 @@ def pack_trees(g: CapacityGraph, scale: int, roots: dict[int, int]) -> Packing:
             vset = set(verts)
             # arcs already used by partial classes are reserved
             cur = capa.copy()
-            for _, mm, _, aa in stack:
-                for a in aa:
-                    cur[index[a]] -= mm
-            others = [(frozenset(vv), mm) for _, mm, vv, _ in stack[:-1]]
-            need = sum(unstarted.values()) + sum(mm for _, mm, _, _ in stack)
+            for entry in stack:
+                for a in entry[3]:
+                    cur[index[a]] -= entry[1]
+            others = [(frozenset(e[2]), e[1]) for e in stack[:-1]]
+            need = sum(unstarted.values()) + sum(e[1] for e in stack)
             grown = False
             # whole layer at once: every outside vertex reachable from the tree by an arc
             # that can carry all m copies; only cuts holding a new vertex lose capacity,
             # so the new vertices are the only sinks to test
-            layer, seen = [], set()
-            for x in verts:
-                for y in out_adj[x]:
-                    if y not in vset and y not in seen and cur[index[x, y]] >= m:
-                        layer.append((x, y))
-                        seen.add(y)
-            if len(layer) > 1:
-                trial = cur.copy()
-                for a in layer:
-                    trial[index[a]] -= m
-                sets = others + [(frozenset(vset | seen), m)]
-                if min(_flows_arr(chk, asrc, adst, trial, unstarted, sets, sorted(seen))) >= need:
-                    stack[-1] = (root_, m, verts + [y for _, y in layer], arcs + layer)
-                    continue
-            for x in verts:                      # shallowest first
-                for y in out_adj[x]:
-                    i = index[x, y]
-                    if y in vset or cur[i] <= 0:
-                        continue
-                    mu = int(min(m, cur[i]))
+            if layers:
+                layer, seen = [], set()
+                for x in verts:
+                    for y in out_adj[x]:
+                        if y not in vset and y not in seen and cur[index[x, y]] >= m:
+                            layer.append((x, y))
+                            seen.add(y)
+                if len(layer) > 1:
                     trial = cur.copy()
-                    trial[i] -= mu
-                    sets = others + [(frozenset(vset | {y}), mu), (frozenset(vset), m - mu)]
-                    # only cuts holding y but not x lose mu, and every such cut is a cut
-                    # for sink y: one max-flow gives the exact admissible multiplicity
-                    flow = _flows_arr(chk, asrc, adst, trial, unstarted, sets, [y])[0]
-                    mu -= max(0, need - flow)
-                    if mu <= 0:
+                    for a in layer:
+                        trial[index[a]] -= m
+                    sets = others + [(frozenset(vset | seen), m)]
+                    if min(_flows_arr(chk, asrc, adst, trial, unstarted, sets,
+                                      sorted(seen))) >= need:
+                        stack[-1] = (root_, m, verts + [y for _, y in layer], arcs + layer,
+                                     failed, True)
                         continue
-                    stack.pop()
-                    if mu < m:
-                        stack.append((root_, m - mu, list(verts), list(arcs)))
-                    stack.append((root_, mu, verts + [y], arcs + [(x, y)]))
-                    grown = True
-                    break
+                    layers = False      # a failed layer rarely succeeds later
+            for attempt in (0, 1):      # skip arcs that failed before; then retry them all
+                for x in verts:                      # shallowest first
+                    for y in out_adj[x]:
+                        i = index[x, y]
+                        if y in vset or cur[i] <= 0 or (attempt == 0 and (x, y) in failed):
+                            continue
+                        mu = int(min(m, cur[i]))
+                        trial = cur.copy()
+                        trial[i] -= mu
+                        sets = others + [(frozenset(vset | {y}), mu),
+                                         (frozenset(vset), m - mu)]
+                        # only cuts holding y but not x lose mu, and every such cut is a
+                        # cut for sink y: one max-flow gives the exact admissible count
+                        flow = _flows_arr(chk, asrc, adst, trial, unstarted, sets, [y])[0]
+                        mu -= max(0, need - flow)
+                        if mu <= 0:
+                            failed.add((x, y))
+                            continue
+                        stack.pop()
+                        if mu < m:
+                            stack.append((root_, m - mu, list(verts), list(arcs), set(failed),
+                                          layers))
+                        stack.append((root_, mu, verts + [y], arcs + [(x, y)], failed, layers))
+                        grown = True
+                        break
+                    if grown:
+                        break
                 if grown:
                     break
+                failed.clear()
             if not grown:
                 raise NotSupportedError(f"tree of root {root_} cannot grow at scale {scale}")
     return Packing(scale, dict(roots), tuple(done), g.unit, chk.flows)
