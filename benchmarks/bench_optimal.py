@@ -112,7 +112,7 @@ def main() -> None:
         print(f"| {r['topology']} | {r['ranks']} | {r['nodes']} | {r['x']} | {r['cut']} | "
               f"{r['flows']} | {r['optimum_s']:.2f} | {trees} | {r['classes'] or 'n/a'} |")
     print("\nAlphaBeta time at 1 GiB over the exact bound (1.000 = optimal); "
-          "default = 8k-transfer budget, long = 400k\n")
+          "default = 3k-transfer budget, long = 400k\n")
     print("| topology | ranks | AG default | AG long | RS default | RS long | AR default "
           "| AR long | adaptive AR long |")
     print("|---|---|---|---|---|---|---|---|---|")

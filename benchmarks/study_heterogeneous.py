@@ -24,9 +24,10 @@ def scenario(kind: str, n: int, spread: float, seed: int) -> str:
     density = min(1.0, 8 / (n - 1))          # about 8 cables per worker
     if kind == "random":
         return f"random:{n},spread={spread:g},density={density:.3f},seed={seed}"
-    # one slow cable per worker on average: bimodal, slow = fast / spread
+    # bimodal: one slow cable in eight, slow = fast / spread
     slow = 100 / spread
-    return f"bimodal:{n},slow={slow:g}Gbps,bw=100Gbps,frac={1 / 8:.3f},seed={seed}"
+    return (f"bimodal:{n},slow={slow:g}Gbps,bw=100Gbps,frac={1 / 8:.3f},density={density:.3f},"
+            f"seed={seed}")
 
 
 def measure(spec: str) -> dict:

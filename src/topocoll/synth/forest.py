@@ -47,7 +47,7 @@ __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
 CHUNK_BUDGET = 2_000_000
 #: Default largest number of transfers (rows x steps) when batches are chosen; pass
 #: ``budget=`` for longer pipelines (better at large sizes on deep trees).
-TRANSFER_BUDGET = 8_000
+TRANSFER_BUDGET = 3_000
 #: Message size (bytes) the default number of batches is chosen for.
 DEFAULT_SIZE = 2.0**30
 

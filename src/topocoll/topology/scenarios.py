@@ -82,9 +82,10 @@ def random_bandwidth(n: int, *, spread: float = 10.0, high: float = 100 * GBPS,
 
 
 def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
-            slow_fraction: float = 0.2, seed: int = 0, latency: float = DEFAULT_LATENCY,
-            name: str | None = None) -> Topology:
-    """All-to-all cables, each slow with probability ``slow_fraction``, else fast.
+            slow_fraction: float = 0.2, density: float = 1.0, seed: int = 0,
+            latency: float = DEFAULT_LATENCY, name: str | None = None) -> Topology:
+    """Cables (a ring plus each other pair with probability ``density``), each slow with
+    probability ``slow_fraction``, else fast.
 
     Examples
     --------
@@ -95,7 +96,7 @@ def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
     _check(n, "n", 2)
     rng = random.Random(seed)
     return _complete(n, lambda i, j: _gbps(slow if rng.random() < slow_fraction else fast),
-                     latency, name or f"bimodal:{n},seed={seed}", 1.0, rng)
+                     latency, name or f"bimodal:{n},seed={seed}", density, rng)
 
 
 def two_tier(racks: int, hosts: int, *, host_bandwidth: float = 100 * GBPS,

@@ -281,9 +281,10 @@ def _scenario_generators() -> dict[str, _Gen]:
             {"spread": _float, "density": _float, **bg}),
         "bimodal": _Gen(lambda o: _contended(o, bimodal(
             _need(o, "n"), fast=o.get("bw", 100 * 1.25e8), slow=o.get("slow", 10 * 1.25e8),
-            slow_fraction=o.get("frac", 0.2), seed=o.get("seed", 0), latency=_lat(o))),
-            "bimodal:N[,slow=RATE][,frac=F][,seed=K]", ("n",),
-            {"slow": _rate, "frac": _float, **bg}),
+            slow_fraction=o.get("frac", 0.2), density=o.get("density", 1.0),
+            seed=o.get("seed", 0), latency=_lat(o))),
+            "bimodal:N[,slow=RATE][,frac=F][,density=D][,seed=K]", ("n",),
+            {"slow": _rate, "frac": _float, "density": _float, **bg}),
         "twotier": _Gen(lambda o: _contended(o, two_tier(
             _need(o, "racks"), _need(o, "hosts"), host_bandwidth=o.get("bw", 100 * 1.25e8),
             oversubscription=o.get("oversub", 4.0), spines=o.get("spines", 2),
