@@ -12,8 +12,14 @@ from topocoll.cost import AlphaBeta
 from topocoll.cost.bounds import cut_bound
 from topocoll.errors import NotSupportedError
 from topocoll.synth import find_synthesizer
-from topocoll.synth.forest import (choose_batches, optimal_allgather, optimal_allreduce,
-                                   optimal_broadcast, optimal_reduce, optimal_reduce_scatter)
+from topocoll.synth.forest import (
+    choose_batches,
+    optimal_allgather,
+    optimal_allreduce,
+    optimal_broadcast,
+    optimal_reduce,
+    optimal_reduce_scatter,
+)
 from topocoll.topology import parse_spec, ring
 from topocoll.topology.maxflow import capacity_graph
 from topocoll.topology.packing import broadcast_packing, optimal_packing

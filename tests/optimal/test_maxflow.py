@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 from fractions import Fraction
 
@@ -12,8 +11,13 @@ from topocoll.collective import allgather, allreduce, broadcast, reduce, reduce_
 from topocoll.cost.bounds import cut_bound
 from topocoll.errors import NotSupportedError, TopologyError
 from topocoll.topology import Link, Topology, parse_spec, ring, torus
-from topocoll.topology.maxflow import (allgather_optimum, broadcast_optimum, capacity_graph,
-                                       max_flow, separating_cut)
+from topocoll.topology.maxflow import (
+    allgather_optimum,
+    broadcast_optimum,
+    capacity_graph,
+    max_flow,
+    separating_cut,
+)
 
 
 def _random_graph(seed: int, *, switches: int = 0) -> Topology:

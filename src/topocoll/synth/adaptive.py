@@ -32,7 +32,7 @@ References
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -101,7 +101,7 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
                     path.append(int(pred[i, path[-1]]))
                 path = tuple(reversed(path))
                 arcs.append((u, v, path))
-                for a, b in zip(path, path[1:]):
+                for a, b in zip(path, path[1:], strict=False):
                     e = arc_of[a, b]
                     load[e] += 1
                     length[e] *= math.exp(eps / cap[e])

@@ -148,7 +148,7 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     ell = 0.0
     for i in range(len(rows.src)):
         path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
-        hops = list(zip(path, path[1:]))
+        hops = list(zip(path, path[1:], strict=False))
         if reverse_graph:
             hops = [(b, a) for a, b in hops]
         t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \

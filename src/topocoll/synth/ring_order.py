@@ -24,8 +24,11 @@ import numpy as np
 from ..schedule import Schedule
 from ..topology import Topology
 from ._common import resolve_group
-from .ring import (bidirectional_ring_allgather, bidirectional_ring_allreduce,
-                   bidirectional_ring_reduce_scatter)
+from .ring import (
+    bidirectional_ring_allgather,
+    bidirectional_ring_allreduce,
+    bidirectional_ring_reduce_scatter,
+)
 
 #: Greedy tours started (evenly spaced start ranks).
 STARTS = 8
@@ -48,7 +51,7 @@ def hop_bandwidth(topology: Topology, group: Sequence[int]) -> np.ndarray:
 
 
 def _worst(tour: list[int], S: np.ndarray) -> float:
-    return float(min(S[a, b] for a, b in zip(tour, tour[1:] + tour[:1])))
+    return float(min(S[a, b] for a, b in zip(tour, tour[1:] + tour[:1], strict=True)))
 
 
 def best_ring_order(topology: Topology, ranks: Sequence[int] | None = None) -> list[int]:

@@ -39,8 +39,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import NotSupportedError
-from .maxflow import (CapacityGraph, _Flow, _sinks, allgather_optimum, broadcast_optimum,
-                      capacity_graph)
+from .maxflow import (
+    CapacityGraph,
+    _Flow,
+    _sinks,
+    allgather_optimum,
+    broadcast_optimum,
+    capacity_graph,
+)
 
 if TYPE_CHECKING:
     from .core import Topology
@@ -132,7 +138,7 @@ class Packing:
         for tc in self.classes():
             for _, _, pieces in tc.arcs:
                 for path, c in pieces:
-                    for u, v in zip(path, path[1:]):
+                    for u, v in zip(path, path[1:], strict=False):
                         load[u, v] += c
         return dict(load)
 
@@ -327,7 +333,8 @@ def _split_proportional(w, caps, pieces, roots, need, chk) -> None:
     r = np.array([ins[u] for u in U]) - q.sum(axis=1)
     c = np.array([outs[t] for t in T]) - q.sum(axis=0)
     frac = y - q
-    order = [(i, j) for i, j in zip(*np.unravel_index(np.argsort(-frac, axis=None), frac.shape))
+    flat = np.unravel_index(np.argsort(-frac, axis=None), frac.shape)
+    order = [(i, j) for i, j in zip(*flat, strict=True)
              if U[i] != T[j]]
     while r.sum() and c.sum():
         moved = False
