@@ -37,6 +37,12 @@ def _gbps(x: float) -> float:
     return max(1, round(x / GBPS)) * GBPS
 
 
+def _extras(latency: float, **rates: float) -> str:
+    """Spec options for non-default bandwidths/latency, so names parse back."""
+    out = "".join(f",{k}={v / 1e9:g}GB/s" for k, v in rates.items() if v is not None)
+    return out + (f",lat={latency:g}s" if latency != DEFAULT_LATENCY else "")
+
+
 def _complete(n: int, bw_of, latency: float, name: str, density: float, rng) -> Topology:
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     ring = {(i, (i + 1) % n) if i < (i + 1) % n else ((i + 1) % n, i) for i in range(n)}
@@ -77,8 +83,10 @@ def random_bandwidth(n: int, *, spread: float = 10.0, high: float = 100 * GBPS,
     _check(spread, "spread", 1)
     _check(density, "density", 0)
     rng = random.Random(seed)
+    extra = (f",density={density:g}" if density != 1 else "") + _extras(
+        latency, bw=high if high != 100 * GBPS else None)
     return _complete(n, lambda i, j: _gbps(high / spread ** rng.random()), latency,
-                     name or f"random:{n},spread={spread:g},seed={seed}", density, rng)
+                     name or f"random:{n},spread={spread:g},seed={seed}{extra}", density, rng)
 
 
 def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
@@ -95,8 +103,11 @@ def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
     """
     _check(n, "n", 2)
     rng = random.Random(seed)
+    extra = (f",frac={slow_fraction:g}" + (f",density={density:g}" if density != 1 else "")
+             + _extras(latency, bw=fast if fast != 100 * GBPS else None,
+                       slow=slow if slow != 10 * GBPS else None))
     return _complete(n, lambda i, j: _gbps(slow if rng.random() < slow_fraction else fast),
-                     latency, name or f"bimodal:{n},seed={seed}", density, rng)
+                     latency, name or f"bimodal:{n},seed={seed}{extra}", density, rng)
 
 
 def two_tier(racks: int, hosts: int, *, host_bandwidth: float = 100 * GBPS,
@@ -128,8 +139,10 @@ def two_tier(racks: int, hosts: int, *, host_bandwidth: float = 100 * GBPS,
         for s in range(spines):
             tor, sp = n + k, n + racks + s
             links += [Link(tor, sp, up, latency), Link(sp, tor, up, latency)]
-    return Topology(name or f"twotier:racks={racks},hosts={hosts},oversub={oversubscription:g}",
-                    n, racks + spines, tuple(links))
+    extra = (f",spines={spines}" if spines != 2 else "") + _extras(
+        latency, bw=host_bandwidth if host_bandwidth != 100 * GBPS else None)
+    return Topology(name or f"twotier:racks={racks},hosts={hosts},oversub={oversubscription:g}"
+                    f"{extra}", n, racks + spines, tuple(links))
 
 
 def contention(topology: Topology, *, fraction: float = 0.3, keep: float = 0.5,
@@ -152,7 +165,10 @@ def contention(topology: Topology, *, fraction: float = 0.3, keep: float = 0.5,
     rng = random.Random(seed)
     links = tuple(Link(lk.src, lk.dst, _gbps(lk.bandwidth * keep), lk.latency, lk.dim)
                   if rng.random() < fraction else lk for lk in topology.links)
-    return Topology(name or f"{topology.name},contention={fraction:g},keep={keep:g}",
+    tag = f",contention={fraction:g},keep={keep:g}"
+    if seed and f",seed={seed}" not in topology.name:
+        tag += f",seed={seed}"
+    return Topology(name or topology.name + tag,
                     topology.num_ranks, topology.num_switches, links, topology.node_latency,
                     routing=topology.routing, meta=dict(topology.meta))
 
@@ -190,5 +206,5 @@ def mi250(boxes: int, *, package_bandwidth: float = 200e9, fabric_bandwidth: flo
                         links.append(Link(i, j, fabric_bandwidth, latency))
     for r in range(n):
         links += [Link(r, sw, nic_bandwidth, latency), Link(sw, r, nic_bandwidth, latency)]
-    return Topology(name or f"mi250:{boxes}", n, 1, tuple(links),
+    return Topology(name or f"mi250:{boxes}{_extras(latency)}", n, 1, tuple(links),
                     meta={"groups": [list(range(8 * b, 8 * b + 8)) for b in range(boxes)]})
