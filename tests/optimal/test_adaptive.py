@@ -9,7 +9,13 @@ from topocoll.cost.bounds import lower_bound
 from topocoll.synth.adaptive import mwu_gap, mwu_packing, topology_adaptive_allreduce
 from topocoll.synth.forest import optimal_allreduce
 from topocoll.synth.ring import bidirectional_ring_allreduce
-from topocoll.synth.ring_order import best_ring_allreduce, best_ring_order, hop_bandwidth
+from topocoll.synth.ring_order import (
+    best_ring_allgather,
+    best_ring_allreduce,
+    best_ring_order,
+    best_ring_reduce_scatter,
+    hop_bandwidth,
+)
 from topocoll.topology import parse_spec, ring
 from topocoll.verification import verify
 
@@ -59,6 +65,9 @@ def test_best_ring_order_avoids_slow_cables():
     best = model.evaluate(best_ring_allreduce(t), t, M).time
     plain = model.evaluate(bidirectional_ring_allreduce(t), t, M).time
     assert best <= plain and verify(best_ring_allreduce(t), t).ok
+    for fn in (best_ring_allgather, best_ring_reduce_scatter):
+        s = fn(t)
+        assert s.meta["order"] == ",".join(map(str, order)) and verify(s, t).ok
 
 
 def test_bad_method_is_reported():

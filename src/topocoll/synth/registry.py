@@ -100,8 +100,6 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
                 tunables=_BATCHES),
-    Synthesizer("best_ring", "allgather", ring_order.best_ring_allgather),
-    Synthesizer("best_ring", "reduce_scatter", ring_order.best_ring_reduce_scatter),
     Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce),
 )
 
