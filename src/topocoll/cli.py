@@ -394,6 +394,48 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
     for label, p in (("trace", trace), ("heat map", heatmap), ("utilization", utilization)):
         if p:
             out.print(f"{label} written to {p}", highlight=False)
+# ---------------------------------------------------------------------- bound
+@app.command()
+@_handle_errors
+def bound(topology: TopoOpt,
+          collective: Annotated[str, typer.Option("--collective", "-c")] = "allgather",
+          size: Annotated[str, typer.Option("--size", "-s")] = "1GiB",
+          ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
+          root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
+          as_json: JsonOpt = False) -> None:
+    """Exact bandwidth optimum over every cut (max-flow), with the critical cut."""
+    from .collective import busbw_factor, make_collective
+    from .cost.bounds import cut_bound
+
+    t = _topology(topology)
+    M = parse_size(size)
+    group = _ranks(ranks) or tuple(range(t.num_ranks))
+    coll = make_collective(collective, group, root=root)
+    cb = cut_bound(coll, t, M, method="exact")
+    info: dict[str, Any] = {
+        "topology": t.name, "collective": collective, "ranks": len(group),
+        "size_bytes": M, "time_s": cb.time, "algbw_Bps": M / cb.time if cb.time else None,
+        "busbw_Bps": M / cb.time * busbw_factor(collective, len(group)) if cb.time else None,
+        "exact": str(cb.exact),
+        "exact_unit": ("seconds per byte of one rank's block"
+                       if collective in ("allgather", "reduce_scatter") else "bytes/s"),
+        "cut_direction": cb.direction,
+        "cut_capacity_Bps": cb.capacity, "critical_cut": list(cb.ranks)}
+    if collective == "allreduce":  # what reduce-scatter + allgather trees achieve
+        rs = cut_bound(make_collective("reduce_scatter", group), t, M, method="exact")
+        ag = cut_bound(make_collective("allgather", group), t, M, method="exact")
+        info["rs_ag_time_s"] = rs.time + ag.time
+        info["rs_ag_algbw_Bps"] = M / (rs.time + ag.time) if rs.time + ag.time else None
+    if as_json:
+        _print_json(info)
+        return
+    out.print(f"{collective} on {t.name}, {format_size(M)}: optimum {format_time(cb.time)}, "
+              f"algbw {format_rate(info['algbw_Bps'] or 0)} (exact {cb.exact}); critical cut "
+              f"{cb.direction} of {len(cb.ranks)} ranks, capacity "
+              f"{format_rate(cb.capacity)}", highlight=False)
+    if "rs_ag_time_s" in info:
+        out.print(f"reduce-scatter + allgather trees: {format_time(info['rs_ag_time_s'])}",
+                  highlight=False)
 
 
 def main() -> None:

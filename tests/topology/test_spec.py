@@ -27,6 +27,7 @@ from topocoll.topology import (
     star,
     torus,
 )
+from topocoll.topology.scenarios import bimodal, mi250, random_bandwidth, two_tier
 from topocoll.topology.spec import GENERATOR_USAGE
 
 GiB = 2.0**30
@@ -51,6 +52,11 @@ EXAMPLES = {
     "rrg": ("rrg:32,d=4,seed=1", lambda: random_regular(32, 4, seed=1)),
     "hier": ("hier:ring(4,100GB/s,200ns)x switch(8,25GB/s,1.5us)",
              lambda: multi_dim([Dim("ring", 4, 100e9, 2e-7), Dim("switch", 8, 25e9, 1.5e-6)])),
+    "random": ("random:8,spread=30,density=0.5,seed=3",
+               lambda: random_bandwidth(8, spread=30, density=0.5, seed=3)),
+    "bimodal": ("bimodal:6,frac=0.4,seed=2", lambda: bimodal(6, slow_fraction=0.4, seed=2)),
+    "twotier": ("twotier:racks=3,hosts=2,oversub=2", lambda: two_tier(3, 2, oversubscription=2)),
+    "mi250": ("mi250:2", lambda: mi250(2)),
 }
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,9 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound",
            "cut_bound", "candidate_cuts", "CUT_METHODS"]
 
-#: Ways :func:`cut_bound` can choose cuts; an exact optimizer over all cuts would be a
-#: new entry here.
-CUT_METHODS = ("candidates",)
+#: Ways :func:`cut_bound` can choose cuts: the candidate family, or the exact maximum
+#: over all cuts by max-flow (:mod:`topocoll.topology.maxflow`).
+CUT_METHODS = ("candidates", "exact")
 #: Dijkstra work (sources x (nodes + links)) above which :func:`latency_bound` switches from
 #: all required sources to alternating sweeps (still a valid bound, maybe not the maximum).
 LATENCY_WORK = 1 << 24
@@ -100,6 +101,10 @@ class CutBound:
         Bytes that must cross the binding cut in that direction.
     capacity : float
         Capacity (bytes/s) of the minimum cut separating ``ranks`` from the other ranks.
+    exact : Fraction or None
+        With ``method='exact'``: the size-independent part as an exact rational (seconds
+        per byte of one block for allgather/reduce_scatter, bytes/s of the cut for
+        allreduce, broadcast and reduce).
     """
 
     time: float
@@ -107,6 +112,7 @@ class CutBound:
     direction: str = ""
     bytes: float = 0.0
     capacity: float = 0.0
+    exact: Fraction | None = None
 
 
 # ------------------------------------------------------------------ chunk sets
@@ -687,9 +693,12 @@ def cut_bound(collective: Collective, topology: Topology, message_bytes: float,
     cuts : iterable of sequences of int, optional
         Rank sets to try; default :func:`candidate_cuts`. Each is intersected with the
         collective's ranks; empty or full intersections are skipped.
-    method : {'candidates'}
-        How cuts are chosen. 'candidates' tries ``cuts``; an exact optimizer over all cuts
-        (parametric max-flow) would be another method.
+    method : {'candidates', 'exact'}
+        How cuts are chosen. 'candidates' tries ``cuts``. 'exact' maximizes over *all*
+        cuts by max-flow (``cuts`` is ignored): for allgather and reduce-scatter this is
+        the ForestColl optimum ``(M/N) max |A ∩ V| / B⁺(A)``, which tree packing attains;
+        for allreduce ``M`` over the minimum cut separating two ranks; for broadcast and
+        reduce ``M / min_v maxflow``. Not available for alltoall.
 
     Returns
     -------
@@ -726,6 +735,8 @@ def cut_bound(collective: Collective, topology: Topology, message_bytes: float,
     """
     if method not in CUT_METHODS:
         raise NotSupportedError(f"cut method must be one of {CUT_METHODS}, got {method!r}")
+    if method == "exact":
+        return _exact_cut(collective, topology, message_bytes)
     if cuts is None:
         unit = _cached(topology, collective, "cut", lambda: _cut_unit(collective, topology, None))
     else:
@@ -734,6 +745,36 @@ def cut_bound(collective: Collective, topology: Topology, message_bytes: float,
     if unit.time == 0 or b == 0:
         return CutBound(0.0)
     return CutBound(unit.time * b, unit.ranks, unit.direction, unit.bytes * b, unit.capacity)
+
+
+def _exact_cut(collective: Collective, topology: Topology, message_bytes: float) -> CutBound:
+    """:func:`cut_bound` with ``method='exact'``: the maximum over every cut."""
+    from ..topology.maxflow import allgather_optimum, broadcast_optimum, separating_cut
+
+    _prepare(collective, topology)
+    kind, ranks, M = collective.kind, collective.ranks, float(message_bytes)
+    if len(ranks) < 2 or M == 0:
+        return CutBound(0.0)
+    if kind in ("allgather", "reduce_scatter"):
+        rs = kind == "reduce_scatter"
+        o = _cached(topology, collective, "exact",
+                    lambda: allgather_optimum(topology, ranks, reverse=rs))
+        block = M / len(ranks)
+        t = float(o.value) * block
+        moved = len(o.cut) * block
+        return CutBound(t, o.cut, "in" if rs else "out", moved, moved / t if t else 0.0,
+                        o.value)
+    if kind in ("broadcast", "reduce"):
+        red = kind == "reduce"
+        o = _cached(topology, collective, "exact",
+                    lambda: broadcast_optimum(topology, collective.root, ranks, reverse=red))
+        return CutBound(M / float(o.value), o.cut, "in" if red else "out", M,
+                        float(o.value), o.value)
+    if kind == "allreduce":
+        o = _cached(topology, collective, "exact", lambda: separating_cut(topology, ranks))
+        return CutBound(M / float(o.value), o.cut, "out", M, float(o.value), o.value)
+    raise NotSupportedError(f"the exact cut bound is not available for {kind} "
+                            "(maximum concurrent flow; use method='candidates')")
 
 
 def _cut_unit(collective: Collective, topology: Topology,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
-from . import direct, hierarchical, recursive, ring, trees
+from . import adaptive, direct, forest, hierarchical, recursive, ring, ring_order, trees
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 
@@ -19,6 +19,14 @@ def _always(topology: Topology, group: tuple[int, ...]) -> str | None:
 
 def _hierarchical_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
     return hierarchical.hierarchical_unsupported_reason(topology, group)
+
+
+def _optimal_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return forest.optimal_unsupported_reason(topology, group)
+
+
+#: Pipeline depths `topocoll compare` tries for the tree-packing schedules.
+_BATCHES = {"batches": (1, 4, 16, 64, 256)}
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,15 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
                 _hierarchical_applies),
     Synthesizer("hierarchical", "allreduce", hierarchical.hierarchical_allreduce,
                 _hierarchical_applies),
+    Synthesizer("optimal", "allgather", forest.optimal_allgather, _optimal_applies, _BATCHES),
+    Synthesizer("optimal", "reduce_scatter", forest.optimal_reduce_scatter, _optimal_applies,
+                _BATCHES),
+    Synthesizer("optimal", "allreduce", forest.optimal_allreduce, _optimal_applies, _BATCHES),
+    Synthesizer("optimal", "broadcast", forest.optimal_broadcast, _optimal_applies, _BATCHES),
+    Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
+    Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
+                tunables=_BATCHES),
+    Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce),
 )
 
 

@@ -260,6 +260,44 @@ _GENERATORS: dict[str, _Gen] = {
                 "rrg:N,d=D[,seed=S]", ("n",), {"d": _int, "seed": _int}),
     "hier": _Gen(_hier, "hier:kind(size[,bw][,lat])x kind(...)...", ("dims",)),
 }
+# heterogeneous scenarios (topology/scenarios.py); `contention=F,keep=K` adds background
+# traffic to any of them
+def _contended(o, t: Topology) -> Topology:
+    from .scenarios import contention
+    if "contention" not in o:
+        return t
+    return contention(t, fraction=o["contention"], keep=o.get("keep", 0.5),
+                      seed=o.get("seed", 0))
+
+
+def _scenario_generators() -> dict[str, _Gen]:
+    from .scenarios import bimodal, mi250, random_bandwidth, two_tier
+    bg = {"contention": _float, "keep": _float, "seed": _int}
+    return {
+        "random": _Gen(lambda o: _contended(o, random_bandwidth(
+            _need(o, "n"), spread=o.get("spread", 10.0), high=o.get("bw", 100 * 1.25e8),
+            density=o.get("density", 1.0), seed=o.get("seed", 0), latency=_lat(o))),
+            "random:N[,spread=S][,density=D][,seed=K][,contention=F,keep=K]", ("n",),
+            {"spread": _float, "density": _float, **bg}),
+        "bimodal": _Gen(lambda o: _contended(o, bimodal(
+            _need(o, "n"), fast=o.get("bw", 100 * 1.25e8), slow=o.get("slow", 10 * 1.25e8),
+            slow_fraction=o.get("frac", 0.2), density=o.get("density", 1.0),
+            seed=o.get("seed", 0), latency=_lat(o))),
+            "bimodal:N[,slow=RATE][,frac=F][,density=D][,seed=K]", ("n",),
+            {"slow": _rate, "frac": _float, "density": _float, **bg}),
+        "twotier": _Gen(lambda o: _contended(o, two_tier(
+            _need(o, "racks"), _need(o, "hosts"), host_bandwidth=o.get("bw", 100 * 1.25e8),
+            oversubscription=o.get("oversub", 4.0), spines=o.get("spines", 2),
+            latency=_lat(o))),
+            "twotier:racks=R,hosts=H[,oversub=O][,spines=S]", (),
+            {"racks": _int, "hosts": _int, "oversub": _float, "spines": _int, **bg}),
+        "mi250": _Gen(lambda o: _contended(o, mi250(_need(o, "boxes"), latency=_lat(o))),
+                      "mi250:BOXES", ("boxes",), bg),
+    }
+
+
+_GENERATORS.update(_scenario_generators())
+
 _POSITIONAL_PARSERS = {"n": _int, "shape": _shape, "d": _int, "k": _int, "leaves": _int,
                        "spines": _int, "hosts": _int, "boxes": _int, "dims": _dims}
 _COMMON = {"bw": _rate, "lat": _time, "routing": _choice(*ROUTINGS)}
@@ -273,6 +311,7 @@ _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattr
 GENERATOR_NAMES = ("ring", "uniring", "line", "fc", "fully_connected", "star", "torus", "mesh",
                    "hypercube", "fattree", "leafspine", "dgx", "dgx-a100", "dgx-h100",
                    "circulant", "rrg", "hier")
+GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
 #: One usage line per canonical generator name, for help text.
 GENERATOR_USAGE = {name: g.usage for name, g in _GENERATORS.items()}
 

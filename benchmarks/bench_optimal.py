@@ -1,0 +1,129 @@
+"""Benchmark: exact optimum (max-flow) and optimal trees; schedule quality at 1 GiB.
+
+Run with::
+
+    .venv/bin/python benchmarks/bench_optimal.py [--quick]
+
+Prints two Markdown tables. Timing: each case in a fresh subprocess after the numba
+max-flow kernel is compiled (cached on disk), wall clock.
+
+Targets (issue 4, 2 cores): optimum + trees on a 3-D torus 8x8x8 < 5 s and 16x16x16
+< 120 s; a 4-box DGX-style cluster < 2 s. Quality: the `optimal` schedule costed by
+AlphaBeta within 1% of the exact bound at 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+
+TIMING = ["torus:8x8x8", "torus:16x16x16", "dgx-a100:4", "dgx-h100:4", "dgx:4", "mi250:4",
+          "twotier:racks=8,hosts=8,oversub=4", "random:64,spread=100,density=0.15,seed=1",
+          "perturbed-torus:8x8x8"]
+QUALITY = ["ring:16", "torus:4x4", "torus:4x4x4", "star:16", "fc:8", "hypercube:4",
+           "dgx:2,gpus=4", "dgx-a100:2", "fattree:k=4", "leafspine:leaves=4,spines=2,hosts=4",
+           "mi250:1", "twotier:racks=4,hosts=4,oversub=2",
+           "random:12,spread=10,density=0.6,seed=3", "bimodal:12,frac=0.3,seed=1"]
+
+
+def _topology(spec: str):
+    from topocoll.topology import Link, Topology, parse_spec
+
+    if spec.startswith("perturbed-torus:"):   # one slow link: no symmetry to exploit
+        t = parse_spec("torus:" + spec.split(":", 1)[1])
+        links = list(t.links)
+        links[0] = Link(links[0].src, links[0].dst, links[0].bandwidth / 4, links[0].latency)
+        return Topology(spec, t.num_ranks, 0, tuple(links))
+    return parse_spec(spec)
+
+
+def run_timing(spec: str) -> dict:
+    from topocoll.topology import ring
+    from topocoll.topology.maxflow import allgather_optimum
+    from topocoll.topology.packing import optimal_packing
+
+    optimal_packing(ring(4))                       # compile / load the kernel
+    t = _topology(spec)
+    t0 = time.perf_counter()
+    o = allgather_optimum(t)
+    t1 = time.perf_counter()
+    trees = None
+    if not spec.startswith("perturbed"):
+        p = optimal_packing(t)
+        trees = sum(1 for _ in p.trees) if p.torus_shape else len(p.trees)
+    t2 = time.perf_counter()
+    return {"topology": spec, "ranks": t.num_ranks, "nodes": t.num_nodes,
+            "x": str(o.value), "cut": len(o.cut), "flows": o.max_flows,
+            "optimum_s": t1 - t0, "trees_s": (t2 - t1) if trees is not None else None,
+            "classes": trees}
+
+
+def run_quality(spec: str) -> dict:
+    from topocoll.collective import make_collective
+    from topocoll.cost import AlphaBeta
+    from topocoll.cost.bounds import cut_bound
+    from topocoll.synth import find_synthesizer
+
+    t = _topology(spec)
+    M = 2.0**30
+    group = tuple(range(t.num_ranks))
+    ex = {k: cut_bound(make_collective(k, group), t, M, method="exact").time
+          for k in ("allgather", "reduce_scatter")}
+    ex["allreduce"] = ex["allgather"] + ex["reduce_scatter"]
+    row = {"topology": spec, "ranks": t.num_ranks}
+    for kind in ("allgather", "reduce_scatter", "allreduce"):
+        syn = find_synthesizer("optimal", kind)
+        for label, kw in (("default", {}), ("long", {"budget": 400_000})):
+            s = syn(t, **kw)
+            row[f"{kind}_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
+    ad = find_synthesizer("topology_adaptive", "allreduce")(t, budget=400_000)
+    row["adaptive_long"] = AlphaBeta(bound=False).evaluate(ad, t, M).time / ex["allreduce"]
+    return row
+
+
+def _sub(fn: str, spec: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--case", fn, spec], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--case", nargs=2)
+    a = ap.parse_args()
+    if a.case:
+        fn, spec = a.case
+        print(json.dumps((run_timing if fn == "timing" else run_quality)(spec)))
+        return
+    timing = [s for s in TIMING if not (a.quick and "16x16x16" in s)]
+    print(f"machine: {platform.processor() or platform.machine()}, python "
+          f"{platform.python_version()}\n")
+    print("| topology | ranks | nodes | x* (s/B per block byte) | ranks in cut | max-flows "
+          "| optimum (s) | trees (s) | tree classes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for spec in timing:
+        r = _sub("timing", spec)
+        trees = "n/a" if r["trees_s"] is None else f"{r['trees_s']:.2f}"
+        print(f"| {r['topology']} | {r['ranks']} | {r['nodes']} | {r['x']} | {r['cut']} | "
+              f"{r['flows']} | {r['optimum_s']:.2f} | {trees} | {r['classes'] or 'n/a'} |")
+    print("\nAlphaBeta time at 1 GiB over the exact bound (1.000 = optimal); "
+          "default = 3k-transfer budget, long = 400k\n")
+    print("| topology | ranks | AG default | AG long | RS default | RS long | AR default "
+          "| AR long | adaptive AR long |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for spec in QUALITY[:6] if a.quick else QUALITY:
+        r = _sub("quality", spec)
+        cells = [f"{r[k]:.3f}" for k in ("allgather_default", "allgather_long",
+                                           "reduce_scatter_default", "reduce_scatter_long",
+                                           "allreduce_default", "allreduce_long",
+                                           "adaptive_long")]
+        print(f"| {r['topology']} | {r['ranks']} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

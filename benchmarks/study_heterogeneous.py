@@ -1,0 +1,105 @@
+"""Study: topology-adaptive allreduce vs ring, best-ordered ring, PS and double binary tree
+on heterogeneous networks (docs/studies/heterogeneous.md).
+
+Run with::
+
+    .venv/bin/python benchmarks/study_heterogeneous.py [--quick] [--figure PATH]
+
+Prints a Markdown table of speedups (baseline time / topology-adaptive time, AlphaBeta
+with alpha = 0 and 1 us per link) and writes the figure if matplotlib is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+WORKERS = (8, 16, 32, 64)
+SPREADS = (1, 3, 10, 100)
+SIZES = (2.0**20, 2.0**25, 2.0**30)
+BASELINES = ("ring", "best_ring", "parameter_server", "double_binary_tree")
+
+
+def scenario(kind: str, n: int, spread: float, seed: int) -> str:
+    density = min(1.0, 8 / (n - 1))          # about 8 cables per worker
+    if kind == "random":
+        return f"random:{n},spread={spread:g},density={density:.3f},seed={seed}"
+    # bimodal: one slow cable in eight, slow = fast / spread
+    slow = 100 / spread
+    return (f"bimodal:{n},slow={slow:g}Gbps,bw=100Gbps,frac={1 / 8:.3f},density={density:.3f},"
+            f"seed={seed}")
+
+
+def measure(spec: str) -> dict:
+    from topocoll.cost import AlphaBeta
+    from topocoll.synth import find_synthesizer
+    from topocoll.topology import parse_spec
+
+    t = parse_spec(spec)
+    model = AlphaBeta(bound=False)
+    out: dict = {}
+    for M in SIZES:
+        ad = find_synthesizer("topology_adaptive", "allreduce")(t, size=M, budget=200_000)
+        row = {"topology_adaptive": model.evaluate(ad, t, M).time}
+        for name in BASELINES:
+            syn = find_synthesizer(name, "allreduce")
+            if name == "double_binary_tree":
+                row[name] = min(model.evaluate(syn(t, pipeline=p), t, M).time
+                                for p in (1, 4, 16, 64))
+            else:
+                row[name] = model.evaluate(syn(t), t, M).time
+        out[M] = row
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--figure", default="docs/studies/heterogeneous.png")
+    a = ap.parse_args()
+    workers = WORKERS[:2] if a.quick else WORKERS
+    results = []
+    t0 = time.time()
+    for kind in ("random", "bimodal"):
+        for n in workers:
+            for spread in SPREADS:
+                spec = scenario(kind, n, spread, seed=n)
+                for M, row in measure(spec).items():
+                    results.append((kind, n, spread, M, row))
+    print("| scenario | workers | spread | size | vs ring | vs best ring | vs PS "
+          "| vs double binary tree |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind, n, spread, M, row in results:
+        ad = row["topology_adaptive"]
+        cells = [f"{row[b] / ad:.2f}x" for b in BASELINES]
+        print(f"| {kind} | {n} | {spread:g}x | {M / 2**20:g} MiB | " + " | ".join(cells) + " |")
+    print(f"\n(total {time.time() - t0:.0f} s)")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no figure")
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, kind in zip(axes, ("random", "bimodal"), strict=True):
+        for b, style in zip(BASELINES, ("o-", "s-", "^-", "d-"), strict=True):
+            for n, alpha in ((workers[0], 0.45), (workers[-1], 1.0)):
+                xs = [s for k, w, s, M, _ in results if k == kind and w == n and M == SIZES[-1]]
+                ys = [r[b] / r["topology_adaptive"] for k, w, s, M, r in results
+                      if k == kind and w == n and M == SIZES[-1]]
+                ax.plot(xs, ys, style, alpha=alpha, label=f"{b}, {n} workers")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("bandwidth spread (max/min)")
+        ax.set_title(f"{kind} heterogeneous graphs, 1 GiB allreduce")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("speedup of topology-adaptive over baseline")
+    axes[1].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(a.figure, dpi=110)
+    print(f"figure written to {a.figure}")
+
+
+if __name__ == "__main__":
+    main()

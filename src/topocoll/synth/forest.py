@@ -1,0 +1,372 @@
+"""Bandwidth-optimal schedules from spanning-tree packings (ForestColl), any topology.
+
+Allgather: every member roots ``k`` spanning out-trees (:func:`~topocoll.topology.packing.
+optimal_packing`, exact optimum ``x* = U/k``); tree class ``T`` with multiplicity ``m_T``
+carries ``m_T/k`` of its root's block. The block is cut into ``P`` batches of ``Q``
+chunks (``Q`` the smallest count that makes every class an integer number of chunks) and
+the batches are pipelined down the trees: in step ``s`` the arc into a vertex at depth
+``d`` carries batch ``s - d + 1``. Arcs that came from edge splitting carry their path
+through the switches. Per batch, arc ``e`` carries at most ``U c_e / k`` blocks' worth,
+so the fluid (bandwidth) time is ``(M/N) x*`` exactly: the bound. Reduce-scatter runs
+the packing of the reversed graph backwards (REDUCE); allreduce is reduce-scatter then
+allgather; broadcast and reduce use Edmonds' ``λ`` arborescences from the root.
+
+The number of batches ``P`` comes from the alpha-beta model of the pipeline itself:
+step ``s`` costs ``alpha + ℓ + max_e load_e(s)/c_e`` (``ℓ`` the longest arc latency),
+evaluated exactly per step for ``P = 1, 2, 4, ...`` within a budget of chunk entries.
+
+References
+----------
+.. [1] Zhao and Krishnamurthy, "Bandwidth Optimal Pipeline Schedule for Collective
+   Communication", arXiv 2305.18461, 2023.
+.. [2] Zhao et al., "ForestColl: Throughput-Optimal Collective Communications on
+   Heterogeneous Network Fabrics", arXiv 2402.06787, 2024.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..collective import Collective, allgather, allreduce, broadcast, reduce, reduce_scatter
+from ..schedule import Schedule, ScheduleBuilder, concat, reverse
+from ..topology import Topology
+from ..topology.maxflow import capacity_graph
+from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
+from ._common import require, resolve_group
+
+__all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
+           "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
+           "choose_batches", "CHUNK_BUDGET"]
+
+#: Largest number of (transfer, chunk) entries a schedule with default batches may hold
+#: (or ``20 * budget`` if larger).
+CHUNK_BUDGET = 2_000_000
+#: Default largest number of transfers (rows x steps) when batches are chosen; pass
+#: ``budget=`` for longer pipelines (better at large sizes on deep trees).
+TRANSFER_BUDGET = 3_000
+#: Message size (bytes) the default number of batches is chosen for.
+DEFAULT_SIZE = 2.0**30
+
+
+def optimal_unsupported_reason(topology: Topology, group: tuple[int, ...]) -> str | None:
+    """None if edge splitting applies (every relay node has equal in/out capacity)."""
+    if len(group) < 2:
+        return "needs at least two ranks"
+    return eulerian_reason(capacity_graph(topology, group))
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One row per (tree arc, switch path) of every class: the pipeline's transfers."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    depth: np.ndarray       # depth of dst in its tree (>= 1)
+    start: np.ndarray       # first chunk id of batch 0
+    count: np.ndarray       # chunks per batch
+    paths: list             # explicit path or None
+    Q: int                  # chunks per batch per root
+
+    @property
+    def D(self) -> int:
+        return int(self.depth.max()) if len(self.depth) else 0
+
+
+def _quantum(p: Packing) -> int:
+    """Smallest ``Q`` with every class and piece an integer share of ``Q`` chunks."""
+    q = 1
+    for tc in p.classes():
+        K = p.per_root[tc.root]
+        g = math.gcd(K, tc.mult)
+        for _, _, pieces in tc.arcs:
+            for _, c in pieces:
+                g = math.gcd(g, c)
+        q = math.lcm(q, K // g)
+    return q
+
+
+def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
+    src, dst, depth, start, count, paths = [], [], [], [], [], []
+    offset = dict.fromkeys(p.per_root, 0)
+    for tc in p.classes():
+        K = p.per_root[tc.root]
+        per = tc.mult * Q // K
+        first = base[tc.root] + offset[tc.root]
+        offset[tc.root] += per
+        dep = tc.depth()
+        for x, y, pieces in tc.arcs:
+            off = 0
+            for path, c in pieces:
+                n = c * Q // K
+                src.append(x)
+                dst.append(y)
+                depth.append(dep[y])
+                start.append(first + off)
+                count.append(n)
+                paths.append(path if len(path) > 2 else None)
+                off += n
+    i64 = np.int64
+    return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
+                 np.array(start, i64), np.array(count, i64), paths, Q)
+
+
+def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
+    lat: dict[tuple[int, int], float] = {}
+    for lk in topology.links:
+        k = (lk.src, lk.dst)
+        lat[k] = min(lat.get(k, math.inf), lk.latency)
+    return lat
+
+
+def _bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
+    bw: dict[tuple[int, int], float] = {}
+    for lk in topology.links:
+        bw[lk.src, lk.dst] = bw.get((lk.src, lk.dst), 0.0) + lk.bandwidth
+    return bw
+
+
+def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
+                   alpha: float = 0.0, reverse_graph: bool = False,
+                   budget: int = TRANSFER_BUDGET) -> int:
+    """The number of batches ``P`` minimizing the pipeline's alpha-beta time.
+
+    ``chunk_bytes_per_batch`` is the chunk size when ``P = 1`` (it shrinks as ``1/P``).
+    Per step: ``alpha + ℓ + max_e load_e / bandwidth_e`` over the arcs of active depths.
+    ``P`` is a power of two with at most ``budget`` transfers in the schedule.
+    """
+    if not len(rows.src):
+        return 1
+    bw, lat = _bandwidth(topology), _arc_latency(topology)
+    fl = topology.node_latency
+    keys: dict[tuple[int, int], int] = {}
+    D = rows.D
+    loads: list[dict[int, float]] = [dict() for _ in range(D + 1)]
+    ell = 0.0
+    for i in range(len(rows.src)):
+        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
+        hops = list(zip(path, path[1:], strict=False))
+        if reverse_graph:
+            hops = [(b, a) for a, b in hops]
+        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
+            sum(lat[h] for h in hops)
+        ell = max(ell, t)
+        for h in hops:
+            j = keys.setdefault(h, len(keys))
+            d = loads[int(rows.depth[i])]
+            d[j] = d.get(j, 0.0) + rows.count[i] / bw[h]
+    L = np.zeros((D + 1, len(keys)))
+    for d in range(1, D + 1):
+        for j, v in loads[d].items():
+            L[d, j] = v
+    C = np.cumsum(L, axis=0)
+    per_batch = int(rows.count.sum())
+    chunk_limit = max(CHUNK_BUDGET, 20 * budget)
+    pmax = max(1, min(1 << 14, chunk_limit // max(per_batch, 1),
+                      budget // max(len(rows.src), 1)))
+    best, best_p = math.inf, 1
+    P = 1
+    while P <= pmax:
+        total = 0.0
+        steps = P + D - 1
+        s = 0
+        while s < steps:
+            lo, hi = max(1, s - P + 2), min(D, s + 1)
+            if lo == 1 and hi == D and s < P - 1:   # full pipeline: P - D + 1 equal steps
+                reps = P - 1 - s + 1
+            else:
+                reps = 1
+            m = float((C[hi] - C[lo - 1]).max())
+            total += reps * (alpha + ell + m * chunk_bytes_per_batch / P)
+            s += reps
+        if total < best * (1 - 1e-12):
+            best, best_p = total, P
+        P *= 2
+    return best_p
+
+
+def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
+           flip: bool = False) -> Schedule:
+    """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
+    reverse order if ``flip``)."""
+    b = ScheduleBuilder(coll)
+    for _ in range(lead):
+        b.new_step()
+    D = rows.D
+    any_path = any(p is not None for p in rows.paths)
+    for s in range(P + D - 1):
+        sel = np.flatnonzero((rows.depth - 1 <= s) & (s - (rows.depth - 1) < P))
+        b.new_step()
+        if not len(sel):
+            continue
+        batch = s - (rows.depth[sel] - 1)
+        if flip:
+            batch = P - 1 - batch
+        first = rows.start[sel] + batch * rows.Q
+        cnt = rows.count[sel]
+        ptr = np.concatenate([[0], np.cumsum(cnt)])
+        ids = np.repeat(first - ptr[:-1], cnt) + np.arange(ptr[-1])
+        paths = [rows.paths[i] for i in sel] if any_path else None
+        b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
+    return b.build()
+
+
+def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
+               batches: int | None, size: float, alpha: float, *, rooted: int | None,
+               reverse_graph: bool, budget: int) -> tuple[_Rows, int]:
+    if rooted is None:
+        base = {r: i * Q * (batches or 1) for i, r in enumerate(group)}
+    else:
+        base = {rooted: 0}
+    rows = _rows(packing, base, Q, 1)
+    if batches is None:
+        per_root_bytes = size / len(group) if rooted is None else size
+        batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
+                                 reverse_graph=reverse_graph, budget=budget)
+    require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
+    if rooted is None:
+        rows = _rows(packing, {r: i * Q * batches for i, r in enumerate(group)}, Q, batches)
+    return rows, batches
+
+
+def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None,
+                 budget=TRANSFER_BUDGET):
+    group = resolve_group(topology, ranks)
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    p = optimal_packing(topology, group, reverse=reverse_graph)
+    Q = Q or _quantum(p)
+    rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
+                         reverse_graph=reverse_graph, budget=budget)
+    return group, rows, P
+
+
+def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+    """Return the bandwidth-optimal pipelined tree-packing allgather.
+
+    Parameters
+    ----------
+    topology : Topology
+        Any topology whose relay nodes (switches, non-member ranks) have equal in- and
+        out-capacity.
+    ranks : sequence of int, optional
+        The participants (default all ranks).
+    batches : int, optional
+        Pipeline depth ``P``; default chosen by :func:`choose_batches` for ``size`` bytes
+        and per-transfer overhead ``alpha``.
+    size, alpha : float
+        Message size and overhead the default ``P`` is chosen for.
+    budget : int
+        Most transfers the default ``P`` may produce (:func:`choose_batches`).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s = optimal_allgather(ring(4), batches=2)
+    >>> s.collective.describe(), s.num_steps
+    ('allgather(p=4, k=4)', 4)
+    """
+    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, False, None, budget)
+    s = _build(allgather(group, split=rows.Q * P), rows, P)
+    return s.replace(name="optimal", meta={"batches": str(P), "trees_per_root": str(rows.Q)})
+
+
+def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+                           batches: int | None = None, size: float = DEFAULT_SIZE,
+                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+    """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
+    run backwards with REDUCE (see :func:`optimal_allgather`).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> optimal_reduce_scatter(ring(4), batches=1).step(0)[0].op.name
+    'REDUCE'
+    """
+    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, True, None, budget)
+    fwd = _build(allgather(group, split=rows.Q * P), rows, P)
+    return reverse(fwd, reduce_scatter(group, split=rows.Q * P), name="optimal",
+                   meta={"batches": str(P), "trees_per_root": str(rows.Q)})
+
+
+def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+    """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s = optimal_allreduce(ring(4), batches=1)
+    >>> s.collective.kind, s.num_steps
+    ('allreduce', 6)
+    """
+    group = resolve_group(topology, ranks)
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    Q = math.lcm(_quantum(optimal_packing(topology, group)),
+                 _quantum(optimal_packing(topology, group, reverse=True)))
+    _, ag_rows, P = _gather_like(topology, group, batches, size, alpha, False, Q, budget // 2)
+    _, rs_rows, _ = _gather_like(topology, group, P, size, alpha, True, Q)
+    split = Q * P
+    ag = _build(allgather(group, split=split), ag_rows, P)
+    rs = reverse(_build(allgather(group, split=split), rs_rows, P),
+                 reduce_scatter(group, split=split))
+    return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
+                  meta={"batches": str(P), "trees_per_root": str(Q)})
+
+
+def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
+    group = resolve_group(topology, ranks)
+    root = group[0] if root is None else int(root)
+    require(root in group, f"root {root} is not one of the ranks {list(group)}")
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    p = broadcast_packing(topology, root, group, reverse=red)
+    Q = _quantum(p)
+    rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
+                         reverse_graph=red, budget=budget)
+    return group, root, rows, P
+
+
+def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
+                      root: int | None = None, batches: int | None = None,
+                      size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                      budget: int = TRANSFER_BUDGET) -> Schedule:
+    """Return the optimal pipelined broadcast: ``λ = min_v maxflow(root -> v)``
+    arc-disjoint spanning trees (Edmonds), each carrying ``1/λ`` of the buffer.
+
+    Examples
+    --------
+    >>> from topocoll.topology import torus
+    >>> s = optimal_broadcast(torus((3, 3)), root=4, batches=1)
+    >>> s.collective.split   # four trees: one per direction out of the root
+    4
+    """
+    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, False, budget)
+    s = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
+    return s.replace(name="optimal", meta={"batches": str(P), "trees": str(rows.Q)})
+
+
+def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                   root: int | None = None, batches: int | None = None,
+                   size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                   budget: int = TRANSFER_BUDGET) -> Schedule:
+    """Return the optimal pipelined reduce: broadcast trees of the reversed graph, run
+    backwards (rate ``min_v maxflow(v -> root)``).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> optimal_reduce(ring(5), root=0, batches=1).collective.kind
+    'reduce'
+    """
+    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, True, budget)
+    fwd = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
+    return reverse(fwd, reduce(group, root=root, split=rows.Q * P), name="optimal",
+                   meta={"batches": str(P), "trees": str(rows.Q)})
