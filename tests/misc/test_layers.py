@@ -27,6 +27,10 @@ ALLOWED = {
                  "units"},
     "report": {"optimize", "cost", "units", "errors"},
     "cli": None,   # may import anything; nothing imports it
+    "runtime": {"schedule", "topology", "collective", "errors", "units"},
+    "export": {"schedule", "topology", "collective", "errors", "units"},
+    "testbed": {"topology", "collective", "schedule", "synth", "cost", "verification", "runtime",
+                "errors", "units"},
 }
 
 

@@ -23,7 +23,8 @@ from topocoll.synth import SYNTHESIZERS
 from topocoll.topology.spec import parse_spec
 
 SPECS = [f"ring:{p}" for p in range(2, 10)] + [
-    "torus:3x4", "hier:ring(2)x switch(3)", "hier:ring(2)x ring(4)", "hier:fc(2)x ring(3)x switch(2)"]
+    "torus:3x4", "hier:ring(2)x switch(3)", "hier:ring(2)x ring(4)",
+    "hier:fc(2)x ring(3)x switch(2)"]
 
 
 def execute(program, seed=0):
@@ -108,7 +109,8 @@ def test_reduce_into_empty_becomes_copy():
     # reduce to rank 2 from 0 and 1 in the same step: rank 2 holds nothing of chunk 0
     from topocoll.collective import reduce
     coll = reduce((0, 1, 2), root=2)
-    s = Schedule.from_steps(coll, [[Transfer(0, 2, (0,), Op.REDUCE), Transfer(1, 2, (0,), Op.REDUCE)]])
+    s = Schedule.from_steps(coll, [[Transfer(0, 2, (0,), Op.REDUCE),
+                                    Transfer(1, 2, (0,), Op.REDUCE)]])
     # rank 2 contributes too (pre = all), so both stay reductions
     assert [p.reduce for m in lower(s).messages() for p in m.pieces] == [True, True]
     from topocoll.collective import Collective

@@ -1,0 +1,81 @@
+"""The torch.distributed executor over every synthesizer, on 2..8 gloo processes.
+
+One job of 8 processes (tests/runtime/torch_battery.py) creates one subgroup per size
+p = 2..8 and runs many schedules in each; the tests below read its per-rank results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from topocoll.runtime import chunk_bounds  # noqa: E402
+from topocoll.synth import SYNTHESIZERS  # noqa: E402
+
+WORLD = 8
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def battery(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("battery")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(HERE))
+    procs = [subprocess.Popen([sys.executable, str(HERE / "torch_battery.py"), str(r), str(WORLD),
+                               str(tmp / "store"), str(tmp)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(WORLD)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=900)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for r, p in enumerate(procs):
+        assert p.returncode == 0, f"rank {r} exited with {p.returncode}:\n{logs[r][-3000:]}"
+    return [json.loads((tmp / f"rank{r}.json").read_text()) for r in range(WORLD)]
+
+
+def test_no_failures(battery):
+    fails = [f for res in battery for f in res["failures"]]
+    assert not fails, "\n".join(fails[:20])
+
+
+def test_every_synthesizer_ran_on_every_group_size(battery):
+    cases = set(battery[0]["cases"])
+    for syn in SYNTHESIZERS:
+        for p in range(2, WORLD + 1):
+            assert any(c.startswith(f"{syn.name}-{syn.kind}-") and c.split("-")[2].startswith(
+                (f"ring:{p}", "hier:")) for c in cases), f"{syn.name} {syn.kind} never ran"
+        assert any(c.startswith(f"{syn.name}-{syn.kind}-ring:{WORLD}") for c in cases), \
+            f"{syn.name} {syn.kind} did not run on {WORLD} ranks"
+    # rank 7 only takes part in the 8-rank group
+    assert all("ring:8" in c or "hier:" in c or c.startswith(("dtype", "avg")) or "8" in c
+               for c in battery[7]["cases"])
+
+
+def test_dtypes_and_ops_were_compared(battery):
+    cases = battery[0]["cases"]
+    for dt in ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
+               "int64", "bool"):
+        assert any(f"torch.{dt}-" in c for c in cases if c.startswith("dtype")), dt
+    assert any("MAX" in c for c in cases) and any("PRODUCT" in c for c in cases)
+
+
+def test_ddp_hook_matches_default_allreduce(battery):
+    assert sum(c.startswith("ddp-") for c in battery[0]["cases"]) == 4
+
+
+def test_chunk_bounds_cover_evenly():
+    b = chunk_bounds(37, 5)
+    assert b[0][0] == 0 and b[-1][1] == 37
+    assert all(x[1] == y[0] for x, y in zip(b[:-1], b[1:], strict=True))
+    assert max(y - x for x, y in b) - min(y - x for x, y in b) <= 1
