@@ -33,7 +33,8 @@ def worker_env(tb: Testbed, rank: int, port: int, extra: dict | None = None) -> 
     env = dict(os.environ)
     env.update({"RANK": str(rank), "WORLD_SIZE": str(tb.num_ranks), "MASTER_ADDR": tb.rank_addr[0],
                 "MASTER_PORT": str(port), "GLOO_SOCKET_IFNAME": tb.rank_iface[rank],
-                "TOPOCOLL_TESTBED": tb.name, "OMP_NUM_THREADS": "1"})
+                "TOPOCOLL_TESTBED": tb.name, "TOPOCOLL_RANK_ADDRS": ",".join(tb.rank_addr),
+                "OMP_NUM_THREADS": "1"})
     env.update(extra or {})
     return env
 
@@ -96,7 +97,8 @@ print(n, t1 - t0, flush=True)
 
 _SOURCE = """
 import socket, sys, time
-c = socket.create_connection((sys.argv[1], int(sys.argv[2]))); end = time.monotonic() + float(sys.argv[3])
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+end = time.monotonic() + float(sys.argv[3])
 data = bytes(1 << 16)
 while time.monotonic() < end: c.sendall(data)
 c.close()

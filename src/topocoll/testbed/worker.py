@@ -45,6 +45,16 @@ def _collective(kind, sched, t, dist, rt, timeout):
     raise SystemExit(f"worker: collective {kind} is not timed by the testbed worker")
 
 
+def _explain(e: Exception) -> str:
+    """First line of ``e`` with testbed addresses replaced by the ranks that own them."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    addrs = [a for a in os.environ.get("TOPOCOLL_RANK_ADDRS", "").split(",") if a]
+    for r, a in enumerate(addrs):
+        text = text.replace(f"[{a}]", f"[{a}] (rank {r})")
+    text = text.split(" This is typically")[0]
+    return f"{type(e).__name__}: {text}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point (see module docstring); returns the exit status."""
     ap = argparse.ArgumentParser(prog="topocoll.testbed.worker")
@@ -99,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         dist.destroy_process_group()
         return 0
     except Exception as e:   # report one clear line per rank; the launcher collects them
-        first = str(e).splitlines()[0] if str(e) else ""
-        print(f"rank {rank}: {type(e).__name__}: {first}", file=sys.stderr, flush=True)
+        print(f"rank {rank}: collective failed: {_explain(e)}", file=sys.stderr, flush=True)
         os._exit(3)   # do not hang in process-group teardown after a peer died
 
 
