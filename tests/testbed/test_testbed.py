@@ -103,7 +103,8 @@ def test_killed_rank_fails_every_other_rank_quickly(testbed_name):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    print(f"survivors failed after {elapsed:.1f} s:", *[t.strip().splitlines()[-1] for t in outs.values()], sep="\n")
+    last = [t.strip().splitlines()[-1] for t in outs.values()]
+    print(f"survivors failed after {elapsed:.1f} s:", *last, sep="\n")
     assert elapsed < 45, f"survivors took {elapsed:.0f} s to fail"
     for r, text in outs.items():
         assert procs[r].returncode == 3, f"rank {r} exited {procs[r].returncode}: {text[-500:]}"
