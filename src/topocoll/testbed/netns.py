@@ -140,7 +140,8 @@ def _cables(topology: Topology) -> dict[tuple[int, int], dict[tuple[int, int], l
     return out
 
 
-def up(topology: Topology, *, name: str = "0", spec: str = "") -> Testbed:
+def up(topology: Topology, *, name: str = "0", spec: str = "",
+       queue_packets: int = 100) -> Testbed:
     """Build the emulated cluster for ``topology`` and return its description.
 
     Parameters
@@ -152,6 +153,10 @@ def up(topology: Topology, *, name: str = "0", spec: str = "") -> Testbed:
         1-5 lower-case letters or digits; several testbeds with different names coexist.
     spec : str
         Recorded for ``testbed run`` and ``testbed bench``.
+    queue_packets : int
+        Queue length of every shaped direction. Short queues keep the TCP acknowledgements
+        of a flow from waiting behind a full queue of another flow's data where both
+        directions of a link are busy (bufferbloat); 100 packets is about 12 ms at 100 Mbit/s.
 
     Raises
     ------
@@ -169,13 +174,13 @@ def up(topology: Topology, *, name: str = "0", spec: str = "") -> Testbed:
     delay_ok = netem_available()
     nodes = tuple(range(topology.num_nodes))
     try:
-        return _build(topology, name, pfx, nodes, spec, delay_ok)
+        return _build(topology, name, pfx, nodes, spec, delay_ok, queue_packets)
     except BaseException:
         down(name)
         raise
 
 
-def _build(topology, name, pfx, nodes, spec, delay_ok) -> Testbed:
+def _build(topology, name, pfx, nodes, spec, delay_ok, queue_packets) -> Testbed:
     for v in nodes:
         _run("ip", "netns", "add", f"{pfx}-{v}")
     cables = _cables(topology)
@@ -200,7 +205,10 @@ def _build(topology, name, pfx, nodes, spec, delay_ok) -> Testbed:
                        f"ceil {rate}bit quantum 60000"]
             if delay_ok and lat > 0:
                 tcs[s].append(f"qdisc add dev e{d} parent 1:1 handle 10: netem delay "
-                              f"{lat * 1e6:.0f}us limit 100000")
+                              f"{lat * 1e6:.0f}us limit {queue_packets}")
+            else:
+                tcs[s].append(f"qdisc add dev e{d} parent 1:1 handle 10: pfifo "
+                              f"limit {queue_packets}")
             shaped.append((s, d, float(rate), float(lat)))
     n = topology.num_ranks
     rank_peer = [min(p for (x, p) in addr if x == r) for r in range(n)]
