@@ -79,3 +79,37 @@ def test_chunk_bounds_cover_evenly():
     assert b[0][0] == 0 and b[-1][1] == 37
     assert all(x[1] == y[0] for x, y in zip(b[:-1], b[1:], strict=True))
     assert max(y - x for x, y in b) - min(y - x for x, y in b) <= 1
+
+
+NCCL_SCRIPT = """
+import os, sys, torch, torch.distributed as dist
+from topocoll import runtime as rt
+from topocoll.synth import ring_allreduce, double_binary_tree_allreduce
+from topocoll.topology import ring
+r, n = int(sys.argv[1]), int(sys.argv[2])
+torch.cuda.set_device(r)
+dist.init_process_group("nccl", init_method="file://" + sys.argv[3], rank=r, world_size=n)
+for s in (ring_allreduce(ring(n)), double_binary_tree_allreduce(ring(n), pipeline=2)):
+    x = torch.arange(1001, device="cuda", dtype=torch.int64) * (r + 1)
+    ref = x.clone(); dist.all_reduce(ref); rt.all_reduce(x, s)
+    assert torch.equal(x, ref), s.name
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="NCCL path needs at least 2 GPUs")
+def test_nccl_path_matches_nccl_all_reduce(tmp_path):
+    n = min(torch.cuda.device_count(), 4)
+    procs = [subprocess.Popen([sys.executable, "-c", NCCL_SCRIPT, str(r), str(n),
+                               str(tmp_path / "store")]) for r in range(n)]
+    assert [p.wait(timeout=300) for p in procs] == [0] * n
+
+
+def test_wrong_collective_and_missing_group_are_clear():
+    from topocoll.errors import ScheduleError
+    from topocoll.runtime import all_reduce
+    from topocoll.synth import ring_allgather
+    from topocoll.topology import ring
+    with pytest.raises(ScheduleError, match="allreduce"):
+        all_reduce(torch.zeros(4), ring_allgather(ring(2)))
