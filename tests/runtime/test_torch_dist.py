@@ -106,10 +106,28 @@ def test_nccl_path_matches_nccl_all_reduce(tmp_path):
     assert [p.wait(timeout=300) for p in procs] == [0] * n
 
 
-def test_wrong_collective_and_missing_group_are_clear():
-    from topocoll.errors import ScheduleError
+def test_bad_calls_are_named(tmp_path):
+    import torch.distributed as dist
+
+    from topocoll.errors import NotSupportedError, ScheduleError
     from topocoll.runtime import all_reduce
-    from topocoll.synth import ring_allgather
+    from topocoll.synth import ring_allgather, ring_allreduce
     from topocoll.topology import ring
     with pytest.raises(ScheduleError, match="allreduce"):
         all_reduce(torch.zeros(4), ring_allgather(ring(2)))
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        with pytest.raises(ScheduleError, match="process group has 1 ranks"):
+            all_reduce(torch.zeros(4), ring_allreduce(ring(2)))
+        from topocoll.collective import allreduce
+        from topocoll.schedule import Schedule
+        one = Schedule.from_steps(allreduce(1), [])
+        with pytest.raises(NotSupportedError, match="contiguous"):
+            all_reduce(torch.zeros(4, 4).t(), one)
+        with pytest.raises(NotSupportedError, match="AVG"):
+            all_reduce(torch.zeros(4, dtype=torch.int32), one, op=dist.ReduceOp.AVG)
+        x = torch.arange(5.0)
+        assert torch.equal(all_reduce(x, one), torch.arange(5.0))   # one rank: identity
+    finally:
+        dist.destroy_process_group()

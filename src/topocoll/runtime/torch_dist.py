@@ -204,13 +204,16 @@ def run_schedule(schedule: Schedule, tensor, *, op=None, group=None,
     ScheduleError
         If the collective kind does not fit or uses ranks outside the group.
     NotSupportedError
-        For an unsupported reduce op or dtype combination.
+        For an unsupported reduce op or dtype combination, or a non-contiguous tensor.
     CommunicationError
         If a step fails (peer died, timeout).
     """
     torch, dist, coll, rank, me = _setup(schedule, ("allreduce", "broadcast", "reduce"), group)
     if not me:
         return
+    if not tensor.is_contiguous():
+        raise NotSupportedError("the schedule executor needs a contiguous tensor "
+                                "(call .contiguous() first)")
     flat = tensor.view(-1)
     op = dist.ReduceOp.SUM if op is None else op
     bounds = chunk_bounds(flat.numel(), coll.split)
