@@ -70,6 +70,13 @@ def test_dtypes_and_ops_were_compared(battery):
     assert any("MAX" in c for c in cases) and any("PRODUCT" in c for c in cases)
 
 
+def test_duplex_groups_give_the_same_results(battery):
+    cases = battery[0]["cases"]
+    for p in range(2, WORLD + 1):
+        for kind in ("allreduce", "allgather", "reduce_scatter"):
+            assert f"duplex-{kind}-{p}" in cases
+
+
 def test_ddp_hook_matches_default_allreduce(battery):
     assert sum(c.startswith("ddp-") for c in battery[0]["cases"]) == 4
 

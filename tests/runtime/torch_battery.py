@@ -159,6 +159,31 @@ def run_dtypes(chk, p, group, me):
         chk.check(f"avg-{sched.name}", bool(((x.double() - want).abs() < 1e-5).all()))
 
 
+def run_duplex(chk, p, duplex, me):
+    """Each direction of a pair on its own group: same results as torch's own collectives."""
+    from topocoll.synth import (
+        bidirectional_ring_allgather,
+        direct_reduce_scatter,
+        recursive_doubling_allreduce,
+    )
+    topo = parse_spec(f"ring:{p}")
+    n = 11 * p
+    x = make_input(me, n, torch.int64)
+    ref = x.clone()
+    dist.all_reduce(ref, group=duplex.up)
+    rt.all_reduce(x, recursive_doubling_allreduce(topo), group=duplex)
+    chk.check(f"duplex-allreduce-{p}", torch.equal(x, ref))
+    out = torch.empty(p * n, dtype=torch.int64)
+    rt.all_gather_into_tensor(out, x, bidirectional_ring_allgather(topo), group=duplex)
+    want = torch.cat([sum(make_input(r, n, torch.int64) for r in range(p))] * p)
+    chk.check(f"duplex-allgather-{p}", torch.equal(out, want))
+    y = make_input(me, p * n, torch.int64)
+    part = torch.empty(n, dtype=torch.int64)
+    rt.reduce_scatter_tensor(part, y, direct_reduce_scatter(topo), group=duplex)
+    want = sum(make_input(r, p * n, torch.int64) for r in range(p))[me * n:(me + 1) * n]
+    chk.check(f"duplex-reduce_scatter-{p}", torch.equal(part, want))
+
+
 def run_ddp(chk, p, group, me):
     from topocoll.synth import ring_allreduce
     torch.manual_seed(0)
@@ -188,8 +213,11 @@ def main():
     try:
         for p in range(2, world + 1):
             group = dist.new_group(list(range(p)))
+            duplex = rt.DuplexGroups(dist.new_group(list(range(p))),
+                                     dist.new_group(list(range(p))))
             if rank >= p:
                 continue
+            run_duplex(chk, p, duplex, rank)
             for spec in specs(p):
                 for syn in SYNTHESIZERS:
                     run_case(chk, syn, spec, p, group, rank)

@@ -3,12 +3,14 @@
 from .torch_dist import (
     DEFAULT_TIMEOUT,
     CommunicationError,
+    DuplexGroups,
     all_gather_into_tensor,
     all_reduce,
     all_to_all_single,
     broadcast,
     chunk_bounds,
     ddp_comm_hook,
+    duplex_groups,
     reduce,
     reduce_scatter_tensor,
     run_schedule,
@@ -16,4 +18,4 @@ from .torch_dist import (
 
 __all__ = ["DEFAULT_TIMEOUT", "CommunicationError", "all_gather_into_tensor", "all_reduce",
            "all_to_all_single", "broadcast", "chunk_bounds", "ddp_comm_hook", "reduce",
-           "reduce_scatter_tensor", "run_schedule"]
+           "reduce_scatter_tensor", "run_schedule", "DuplexGroups", "duplex_groups"]

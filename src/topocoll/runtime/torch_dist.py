@@ -28,6 +28,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 
@@ -37,7 +38,8 @@ from ..schedule.lower import Program, lower
 
 __all__ = ["CommunicationError", "run_schedule", "all_reduce", "all_gather_into_tensor",
            "reduce_scatter_tensor", "broadcast", "reduce", "all_to_all_single",
-           "ddp_comm_hook", "chunk_bounds", "DEFAULT_TIMEOUT"]
+           "ddp_comm_hook", "chunk_bounds", "DEFAULT_TIMEOUT", "DuplexGroups",
+           "duplex_groups"]
 
 #: Default time a rank waits for the messages of one step before failing.
 DEFAULT_TIMEOUT = 60.0
@@ -123,20 +125,68 @@ class _Store:
         return base[a:b]
 
 
+@dataclass(frozen=True)
+class DuplexGroups:
+    """Two process groups over the same ranks: messages to a higher rank use ``up``, to a
+    lower rank ``down``. Made by :func:`duplex_groups`; pass it as ``group``.
+
+    gloo carries both directions between two ranks over one connection per group, and a
+    simultaneous send and receive on it took twice the one-way time on the testbed
+    (``docs/studies/testbed.md``); with two groups each direction has its own connection.
+    """
+
+    up: object
+    down: object
+
+
+def duplex_groups(group=None) -> DuplexGroups:
+    """Create :class:`DuplexGroups` over the ranks of ``group`` (default: all ranks).
+
+    Like ``dist.new_group``, every process of the default group must call it, in the same
+    order as its other ``new_group`` calls.
+    """
+    _, dist = _torch()
+    ranks = dist.get_process_group_ranks(group) if group is not None else \
+        list(range(dist.get_world_size()))
+    return DuplexGroups(dist.new_group(ranks), dist.new_group(ranks))
+
+
+def _base(group):
+    return group.up if isinstance(group, DuplexGroups) else group
+
+
+def _post(dist, sends, recvs, group):
+    """Post every send and receive of a step; returns the works to wait for."""
+    if not isinstance(group, DuplexGroups):
+        ops = [dist.P2POp(dist.isend, t, group=group, group_peer=peer, tag=tag)
+               for t, peer, tag in sends]
+        ops += [dist.P2POp(dist.irecv, t, group=group, group_peer=peer, tag=tag)
+                for t, peer, tag in recvs]
+        return dist.batch_isend_irecv(ops) if ops else []
+    me = dist.get_rank(group.up)
+
+    def pick(src, dst):
+        return group.up if src < dst else group.down
+
+    works = [dist.isend(t, group=pick(me, peer), group_dst=peer, tag=tag)
+             for t, peer, tag in sends]
+    works += [dist.irecv(t, group=pick(peer, me), group_src=peer, tag=tag)
+              for t, peer, tag in recvs]
+    return works
+
+
 def _execute(program: Program, rank: int, store: _Store, reduce_fn, group, timeout: float):
     torch, dist = _torch()
     for st in program.steps_of(rank):
-        ops, bufs = [], []
-        for m in st.sends:
-            ops.append(dist.P2POp(dist.isend, store.gather(m.chunks), group=group,
-                                  group_peer=m.dst, tag=m.step))
+        sends = [(store.gather(m.chunks), m.dst, m.step) for m in st.sends]
+        bufs = []
         for m in st.recvs:
             buf = torch.empty(sum(store.size(c) for c in m.chunks), dtype=store.like.dtype,
                               device=store.like.device)
             bufs.append((m, buf))
-            ops.append(dist.P2POp(dist.irecv, buf, group=group, group_peer=m.src, tag=m.step))
         try:
-            for w in dist.batch_isend_irecv(ops):
+            works = _post(dist, sends, [(b, m.src, m.step) for m, b in bufs], group)
+            for w in works:
                 w.wait(timeout=timedelta(seconds=timeout))
         except Exception as e:  # transport errors surface as RuntimeError or DistBackendError
             peers = sorted({m.dst for m in st.sends} | {m.src for m in st.recvs})
@@ -166,6 +216,7 @@ def _setup(schedule: Schedule, kind: str | tuple[str, ...], group):
     if coll.kind not in kinds:
         raise ScheduleError(f"schedule {schedule.name!r} implements {coll.describe()}, "
                             f"expected {' or '.join(kinds)}", kind="wrong_collective")
+    group = _base(group)
     size = dist.get_world_size(group)
     if max(coll.ranks) >= size:
         raise ScheduleError(f"schedule {schedule.name!r} uses rank {max(coll.ranks)} but the "
@@ -194,8 +245,9 @@ def run_schedule(schedule: Schedule, tensor, *, op=None, group=None,
         Contiguous; chunk ``c`` of ``k = split`` is the ``c``-th of ``k`` near-equal slices.
     op : torch.distributed.ReduceOp, optional
         SUM (default), AVG (floating point), PRODUCT, MIN, MAX, BAND, BOR, BXOR.
-    group : ProcessGroup, optional
-        Schedule rank ``r`` is group rank ``r``.
+    group : ProcessGroup or DuplexGroups, optional
+        Schedule rank ``r`` is group rank ``r``. :class:`DuplexGroups` sends each direction
+        of a pair over its own connection (see :func:`duplex_groups`).
     timeout : float
         Seconds to wait for the messages of one step.
 

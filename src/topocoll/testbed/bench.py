@@ -5,7 +5,9 @@ algorithm and sets the slowest rank's median time beside the analytical predicti
 :class:`~topocoll.cost.AlphaBeta` for the same schedule on the same topology.
 
 ``--algorithm torch`` (torch's own gloo collective) has no schedule of ours; it is
-predicted as the ring schedule, since gloo's CPU allreduce is ring-based.
+predicted as the ring schedule, since gloo's CPU allreduce is ring-based. A ``+duplex``
+suffix runs a schedule over two process groups, one per direction
+(:func:`topocoll.runtime.duplex_groups`); the prediction is the schedule's.
 
 Not predicted here: the flow-level simulator (``sim.FlowSim``) is built on another branch;
 rows carry ``predicted_flow_s = None`` until it is merged.
@@ -41,7 +43,8 @@ def predict(topology: Topology, algorithm: str, collective: str, size_bytes: flo
     >>> round(predict(t, "ring", "allreduce", 2**23), 4)   # 2 (p-1)/p n / B
     1.0066
     """
-    name = "ring" if algorithm == "torch" else algorithm
+    name = algorithm.partition("+")[0]
+    name = "ring" if name == "torch" else name
     sched = find_synthesizer(name, collective)(topology)
     return AlphaBeta().evaluate(sched, topology, size_bytes).time
 

@@ -7,7 +7,8 @@ locally (every rank gets the same one), checks it once on integers against
 ``dist.all_reduce``, prints ``ready``, then times ``--iters`` runs separated by barriers.
 Rank 0 prints one JSON line: ``{"algorithm", "collective", "size_bytes", "times_s",
 "measured_s"}`` where each time is the slowest rank's and ``measured_s`` the median.
-``--algorithm torch`` times torch's own collective instead of a schedule.
+``--algorithm torch`` times torch's own collective instead of a schedule; a ``+duplex``
+suffix (``ring+duplex``) runs the schedule over :func:`topocoll.runtime.duplex_groups`.
 
 Failures (a peer died, a timeout) end the process with status 3 and one line on stderr
 naming the rank and the error.
@@ -25,23 +26,23 @@ from datetime import timedelta
 __all__ = ["main"]
 
 
-def _collective(kind, sched, t, dist, rt, timeout):
+def _collective(kind, sched, t, dist, rt, timeout, group):
     n = dist.get_world_size()
     if kind == "allreduce":
         if sched is None:
             return lambda: dist.all_reduce(t)
-        return lambda: rt.all_reduce(t, sched, timeout=timeout)
+        return lambda: rt.all_reduce(t, sched, timeout=timeout, group=group)
     if kind == "allgather":
         out = t.new_empty(t.numel())
         part = t[: t.numel() // n]
         if sched is None:
             return lambda: dist.all_gather_into_tensor(out, part)
-        return lambda: rt.all_gather_into_tensor(out, part, sched, timeout=timeout)
+        return lambda: rt.all_gather_into_tensor(out, part, sched, timeout=timeout, group=group)
     if kind == "reduce_scatter":
         out = t.new_empty(t.numel() // n)
         if sched is None:
             return lambda: dist.reduce_scatter_tensor(out, t)
-        return lambda: rt.reduce_scatter_tensor(out, t, sched, timeout=timeout)
+        return lambda: rt.reduce_scatter_tensor(out, t, sched, timeout=timeout, group=group)
     raise SystemExit(f"worker: collective {kind} is not timed by the testbed worker")
 
 
@@ -78,19 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         dist.init_process_group("gloo", timeout=timedelta(seconds=a.timeout))
         topo = parse_spec(a.topology)
-        sched = None if a.algorithm == "torch" else \
-            find_synthesizer(a.algorithm, a.collective)(topo)
+        name, _, variant = a.algorithm.partition("+")
+        group = rt.duplex_groups() if variant == "duplex" else None
+        sched = None if name == "torch" else find_synthesizer(name, a.collective)(topo)
         if sched is not None and a.collective == "allreduce":   # one exact check first
             x = torch.arange(1000, dtype=torch.int64) * (rank + 1)
             ref = x.clone()
             dist.all_reduce(ref)
-            rt.all_reduce(x, sched, timeout=a.timeout)
+            rt.all_reduce(x, sched, timeout=a.timeout, group=group)
             if not torch.equal(x, ref):
                 print(f"rank {rank}: result differs from dist.all_reduce", file=sys.stderr)
                 return 4
         size = int(parse_size(a.size))
         t = torch.ones(size // 4, dtype=torch.float32)
-        run = _collective(a.collective, sched, t, dist, rt, a.timeout)
+        run = _collective(a.collective, sched, t, dist, rt, a.timeout, group)
         run()
         print("ready", flush=True)
         times = []
