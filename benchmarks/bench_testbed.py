@@ -7,6 +7,7 @@ prediction and error. Raw rows go to docs/studies/testbed.json; with matplotlib 
 
     .venv/bin/python benchmarks/bench_testbed.py            # about 15-25 min on 2 busy cores
     .venv/bin/python benchmarks/bench_testbed.py --quick    # one small case
+    .venv/bin/python benchmarks/bench_testbed.py --probes   # transport probes (about 1 min)
 """
 
 from __future__ import annotations
@@ -56,11 +57,54 @@ def plot(rows: list[dict], path: Path) -> bool:
     return True
 
 
+DUPLEX = """
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+r = dist.get_rank(); peer = 1 - r; a, b = torch.ones(2**21), torch.empty(2**21)   # 8 MiB
+for mode in ("one-way", "duplex") * 2:
+    dist.barrier(); t0 = time.perf_counter()
+    ops = [dist.P2POp(dist.isend, a, peer)] if mode == "duplex" or r == 0 else []
+    ops += [dist.P2POp(dist.irecv, b, peer)] if mode == "duplex" or r == 1 else []
+    for w in dist.batch_isend_irecv(ops): w.wait()
+    dist.barrier()
+    if r == 0: print("PROBE", mode, round(time.perf_counter() - t0, 3), flush=True)
+"""
+
+
+def probes() -> None:
+    """Transport probes behind the study's explanations (100 Mbit/s links)."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from topocoll.testbed.launch import measure_throughput, run_workers
+
+    for spec, flows in (("line:2,bw=100Mbps", [(0, 1), (1, 0)]),
+                        ("ring:4,bw=100Mbps", [(0, 2), (1, 3), (2, 0), (3, 1)])):
+        down("p")
+        tb = up(parse_spec(spec), name="p", spec=spec)
+        try:
+            with ThreadPoolExecutor(len(flows)) as ex:
+                fs = [ex.submit(measure_throughput, tb, a, b, 3.0, 29700 + i)
+                      for i, (a, b) in enumerate(flows)]
+                rates = [f.result() * 8 / 1e6 for f in fs]
+            print(f"{spec}: concurrent TCP flows {flows}: "
+                  + ", ".join(f"{x:.1f}" for x in rates) + " Mbit/s", flush=True)
+            if spec.startswith("line"):
+                for r in run_workers(tb, [sys.executable, "-c", DUPLEX])[:1]:
+                    print("\n".join(x for x in r.output.splitlines() if x.startswith("PROBE")))
+        finally:
+            down("p")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--probes", action="store_true")
     a = ap.parse_args()
+    if a.probes:
+        probes()
+        return
     rows = []
     for spec, size in (QUICK if a.quick else CASES):
         topo = parse_spec(spec)
