@@ -138,3 +138,11 @@ def test_bad_calls_are_named(tmp_path):
         assert torch.equal(all_reduce(x, one), torch.arange(5.0))   # one rank: identity
     finally:
         dist.destroy_process_group()
+
+
+def test_missing_torch_names_the_extra():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from topocoll.runtime import torch_dist\n"
+            "try:\n    torch_dist._torch()\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "topocoll[torch]" in out.stdout, out.stdout + out.stderr
