@@ -79,6 +79,7 @@ def test_duplex_groups_give_the_same_results(battery):
 
 def test_ddp_hook_matches_default_allreduce(battery):
     assert sum(c.startswith("ddp-") for c in battery[0]["cases"]) == 4
+    assert sum(c.startswith("ddpduplex-") for c in battery[0]["cases"]) == 4
 
 
 def test_chunk_bounds_cover_evenly():

@@ -184,7 +184,8 @@ def run_duplex(chk, p, duplex, me):
     chk.check(f"duplex-reduce_scatter-{p}", torch.equal(part, want))
 
 
-def run_ddp(chk, p, group, me):
+def run_ddp(chk, p, group, me, state=None, label="ddp"):
+    """Gradients with the hook (state: the group or DuplexGroups) equal DDP's own."""
     from topocoll.synth import ring_allreduce
     torch.manual_seed(0)
     base = torch.nn.Sequential(torch.nn.Linear(9, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
@@ -193,15 +194,15 @@ def run_ddp(chk, p, group, me):
         m = torch.nn.parallel.DistributedDataParallel(
             __import__("copy").deepcopy(base), process_group=group, bucket_cap_mb=0.0001)
         if hooked:
-            m.register_comm_hook(group, rt.ddp_comm_hook(lambda n: ring_allreduce(
-                parse_spec(f"ring:{n}"))))
+            m.register_comm_hook(group if state is None else state, rt.ddp_comm_hook(
+                lambda n: ring_allreduce(parse_spec(f"ring:{n}"))))
         g = torch.Generator().manual_seed(me)
         x = torch.randn(5, 9, generator=g)
         m(x).pow(2).sum().backward()
         models.append(m)
     for (na, a), (_, b) in zip(models[0].named_parameters(),
                                    models[1].named_parameters(), strict=True):
-        chk.check(f"ddp-{na}", torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-6),
+        chk.check(f"{label}-{na}", torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-6),
                   "hooked gradient differs")
 
 
@@ -225,6 +226,7 @@ def main():
                 run_dtypes(chk, p, group, rank)
             if p == 4:
                 run_ddp(chk, p, group, rank)
+                run_ddp(chk, p, group, rank, state=duplex, label="ddpduplex")
     except Exception:
         chk.failures.append("crash: " + traceback.format_exc())
         raise

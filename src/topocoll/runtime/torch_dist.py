@@ -408,7 +408,8 @@ def ddp_comm_hook(schedule: Schedule | Callable[[int], Schedule], *,
     -------
     callable
         ``hook(state, bucket) -> torch.futures.Future``; register it with
-        ``model.register_comm_hook(process_group_or_None, hook)``. The allreduce runs
+        ``model.register_comm_hook(state, hook)`` where ``state`` is the DDP process group,
+        None for the default group, or :class:`DuplexGroups` over the same ranks. The allreduce runs
         synchronously inside the hook (the future is already complete when returned), so
         it does not overlap with the rest of the backward pass.
     """
@@ -416,7 +417,7 @@ def ddp_comm_hook(schedule: Schedule | Callable[[int], Schedule], *,
 
     def hook(state, bucket):
         buf = bucket.buffer()
-        n = dist.get_world_size(state)
+        n = dist.get_world_size(_base(state))
         sched = schedule if isinstance(schedule, Schedule) else schedule(n)
         buf.div_(n)
         run_schedule(sched, buf, group=state, timeout=timeout)
