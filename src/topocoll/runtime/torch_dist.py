@@ -114,6 +114,21 @@ class _Store:
             self.loc[c] = self.out(c) or (scratch, 0, n)
         return self.view(c)
 
+    def region(self, chunks: tuple[int, ...]):
+        """A view covering ``chunks`` if their destinations are adjacent in one buffer, else
+        None (then the message is received into a separate buffer and copied)."""
+        locs = [self.loc.get(c) or self.out(c) for c in chunks]
+        if any(x is None for x in locs):
+            return None
+        base, a, b = locs[0]
+        for nb, na, nz in locs[1:]:
+            if nb is not base or na != b:
+                return None
+            b = nz
+        for c, x in zip(chunks, locs, strict=True):
+            self.loc[c] = x
+        return base[a:b]
+
     def gather(self, chunks: tuple[int, ...]):
         """The payload of ``chunks``: one slice when they are adjacent, else a copy."""
         base, a, b = self.loc[chunks[0]]
@@ -179,13 +194,21 @@ def _execute(program: Program, rank: int, store: _Store, reduce_fn, group, timeo
     torch, dist = _torch()
     for st in program.steps_of(rank):
         sends = [(store.gather(m.chunks), m.dst, m.step) for m in st.sends]
-        bufs = []
+        read = {c for m in st.sends for c in m.chunks}
+        bufs, direct = [], []
         for m in st.recvs:
-            buf = torch.empty(sum(store.size(c) for c in m.chunks), dtype=store.like.dtype,
-                              device=store.like.device)
-            bufs.append((m, buf))
+            # a pure copy into chunks no send of this step reads lands in place
+            buf = None
+            if not any(p.reduce for p in m.pieces) and read.isdisjoint(m.chunks):
+                buf = store.region(m.chunks)
+            if buf is None:
+                buf = torch.empty(sum(store.size(c) for c in m.chunks), dtype=store.like.dtype,
+                                  device=store.like.device)
+                bufs.append((m, buf))
+            else:
+                direct.append((m, buf))
         try:
-            works = _post(dist, sends, [(b, m.src, m.step) for m, b in bufs], group)
+            works = _post(dist, sends, [(b, m.src, m.step) for m, b in bufs + direct], group)
             for w in works:
                 w.wait(timeout=timedelta(seconds=timeout))
         except Exception as e:  # transport errors surface as RuntimeError or DistBackendError
