@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean sysdeps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,15 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/topocoll demo
 
-test: $(VENV)/.installed-dev
+# The emulated-cluster tests need iproute2 (ip, tc); install it when missing and possible.
+sysdeps:
+	@if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; \
+	  else echo "iproute2 missing and not installable here: testbed tests will be skipped"; fi; \
+	fi
+
+test: $(VENV)/.installed-dev sysdeps
 	$(BIN)/python -m pytest -q -n 2
 
 bench: $(VENV)/.installed

@@ -436,6 +436,139 @@ def bound(topology: TopoOpt,
     if "rs_ag_time_s" in info:
         out.print(f"reduce-scatter + allgather trees: {format_time(info['rs_ag_time_s'])}",
                   highlight=False)
+# ------------------------------------------------------------------- testbed
+testbed_app = typer.Typer(no_args_is_help=True,
+                          help="Emulated cluster: network namespaces, shaped veth links, workers.")
+app.add_typer(testbed_app, name="testbed")
+NameOpt = Annotated[str, typer.Option("--name", help="Testbed id (1-5 lower-case letters/digits).")]
+
+
+@testbed_app.command("up")
+@_handle_errors
+def testbed_up(topology: TopoOpt, name: NameOpt = "0", as_json: JsonOpt = False) -> None:
+    """Build one namespace per rank and switch, veth links, tc shaping per direction."""
+    from .testbed.netns import up
+
+    tb = up(_topology(topology), name=name, spec=topology)
+    if as_json:
+        _print_json(dataclasses.asdict(tb))
+        return
+    out.print(f"testbed {tb.name}: {tb.num_ranks} ranks, {len(tb.nodes)} namespaces, "
+              f"{len(tb.links)} shaped directions (prefix {tb.prefix})", highlight=False)
+    if not tb.delay_emulated:
+        out.print("note: this kernel has no sch_netem; link latency is not emulated",
+                  highlight=False)
+
+
+@testbed_app.command("down")
+@_handle_errors
+def testbed_down(name: NameOpt = "0", as_json: JsonOpt = False) -> None:
+    """Remove everything of a testbed (idempotent, also after a crash)."""
+    from .testbed.netns import down
+
+    removed = down(name)
+    if as_json:
+        _print_json({"name": name, "removed": removed})
+    else:
+        out.print(f"testbed {name}: removed {len(removed)} namespaces", highlight=False)
+
+
+@testbed_app.command("run", context_settings={"allow_extra_args": True,
+                                              "ignore_unknown_options": True})
+@_handle_errors
+def testbed_run(ctx: typer.Context, name: NameOpt = "0",
+                timeout: Annotated[float, typer.Option(help="Seconds before workers are killed.")]
+                = 600.0, as_json: JsonOpt = False) -> None:
+    """Run a command once per rank inside the namespaces: testbed run -- python train.py
+
+    Workers get RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and GLOO_SOCKET_IFNAME.
+    """
+    from .testbed.launch import run_workers
+    from .testbed.netns import TestbedError, load
+
+    if not ctx.args:
+        raise TestbedError("testbed run needs a command after --")
+    res = run_workers(load(name), list(ctx.args), timeout=timeout)
+    if as_json:
+        _print_json([dataclasses.asdict(r) for r in res])
+    else:
+        for r in res:
+            out.print(f"--- rank {r.rank} (exit {r.returncode})", highlight=False)
+            out.print(r.output.rstrip(), markup=False, highlight=False)
+    if any(r.returncode for r in res):
+        raise typer.Exit(1)
+
+
+@testbed_app.command("bench")
+@_handle_errors
+def testbed_bench(topology: TopoOpt,
+                  algorithms: Annotated[str, typer.Option(help="Comma-separated names; "
+                                                          "'torch' = torch's own.")] = "ring",
+                  size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
+                  collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
+                  iters: Annotated[int, typer.Option(help="Timed runs per algorithm.")] = 3,
+                  name: NameOpt = "b", as_json: JsonOpt = False) -> None:
+    """Measure algorithms on an emulated cluster and compare with the alpha-beta prediction."""
+    from .testbed.bench import bench
+    from .testbed.netns import down, up
+
+    topo = _topology(topology)
+    algs = [a.strip() for a in algorithms.split(",") if a.strip()]
+    tb = up(topo, name=name, spec=topology)
+    try:
+        rows = bench(tb, topo, algs, int(parse_size(size)), collective=collective, iters=iters)
+    finally:
+        down(name)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r) + "\n")
+        return
+    table = Table(title=f"{collective} of {format_size(parse_size(size))} on {topology}")
+    for col in ("algorithm", "measured", "predicted (alpha-beta)", "error"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["algorithm"], format_time(r["measured_s"]), format_time(r["predicted_s"]),
+                      f"{100 * r['error']:+.1f}%")
+    out.print(table)
+
+
+# ------------------------------------------------------------------- export
+export_app = typer.Typer(no_args_is_help=True, help="Write schedules for other runtimes.")
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("msccl")
+@_handle_errors
+def export_msccl(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
+                 output: Annotated[Path, typer.Option("--output", "-o")],
+                 dialect: Annotated[str, typer.Option(help="msccl or msccl-executor.")] = "msccl",
+                 as_json: JsonOpt = False) -> None:
+    """Write MSCCL XML (allreduce, allgather, reduce_scatter)."""
+    from .export.msccl import to_msccl_xml
+    from .schedule import load_schedule
+
+    output.write_text(to_msccl_xml(load_schedule(schedule), dialect=dialect))
+    if as_json:
+        _print_json({"output": str(output), "dialect": dialect})
+    else:
+        out.print(f"wrote {output}", highlight=False)
+
+
+@export_app.command("chakra")
+@_handle_errors
+def export_chakra(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
+                  output: Annotated[Path, typer.Option("--output", "-o", help="Directory.")],
+                  size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
+                  as_json: JsonOpt = False) -> None:
+    """Write Chakra send/recv traces (<dir>/topocoll.<rank>.et) and an ASTRA-sim system.json."""
+    from .export.chakra import write_chakra
+    from .schedule import load_schedule
+
+    paths = write_chakra(load_schedule(schedule), parse_size(size), output)
+    if as_json:
+        _print_json({"files": [str(p) for p in paths]})
+    else:
+        out.print(f"wrote {len(paths)} traces to {output}", highlight=False)
 
 
 def main() -> None:

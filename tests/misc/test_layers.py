@@ -28,6 +28,10 @@ ALLOWED = {
     "report": {"optimize", "cost", "units", "errors"},
     "sim": {"topology", "collective", "schedule", "errors", "units", "cost"},
     "cli": None,   # may import anything; nothing imports it
+    "runtime": {"schedule", "topology", "collective", "errors", "units"},
+    "export": {"schedule", "topology", "collective", "errors", "units"},
+    "testbed": {"topology", "collective", "schedule", "synth", "cost", "verification", "runtime",
+                "errors", "units"},
 }
 
 

@@ -1,0 +1,1 @@
+"""Emulated cluster: network namespaces, veth links, tc shaping; workers and benchmarks."""

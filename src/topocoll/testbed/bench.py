@@ -1,0 +1,92 @@
+"""Measured against predicted: time collectives on the emulated cluster.
+
+:func:`bench` runs :mod:`topocoll.testbed.worker` on every rank of a testbed once per
+algorithm and sets the slowest rank's median time beside the analytical prediction of
+:class:`~topocoll.cost.AlphaBeta` for the same schedule on the same topology.
+
+``--algorithm torch`` (torch's own gloo collective) has no schedule of ours; it is
+predicted as the ring schedule, since gloo's CPU allreduce is ring-based. A ``+duplex``
+suffix runs a schedule over two process groups, one per direction
+(:func:`topocoll.runtime.duplex_groups`); the prediction is the schedule's.
+
+Not predicted here: the flow-level simulator (``sim.FlowSim``) is built on another branch;
+rows carry ``predicted_flow_s = None`` until it is merged.
+
+What the prediction leaves out (see ``docs/studies/testbed.md``): TCP/IP/Ethernet header
+overhead (a 1448-byte payload per 1514-byte frame, so about 4.4 % less goodput than the
+shaped rate), the CPU cost of reductions and copies, Python and gloo per-message overheads,
+and link latency when the kernel lacks ``sch_netem`` (``Testbed.delay_emulated``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+
+from ..cost import AlphaBeta
+from ..synth import find_synthesizer
+from ..topology import Topology
+from .launch import run_workers
+from .netns import Testbed, TestbedError
+
+__all__ = ["bench", "predict"]
+
+
+def predict(topology: Topology, algorithm: str, collective: str, size_bytes: float) -> float:
+    """Analytical (alpha-beta with congestion) time of ``algorithm`` on ``topology``.
+
+    Examples
+    --------
+    >>> from topocoll.topology.spec import parse_spec
+    >>> t = parse_spec("ring:4,bw=100Mbps,lat=0s")
+    >>> round(predict(t, "ring", "allreduce", 2**23), 4)   # 2 (p-1)/p n / B
+    1.0066
+    """
+    name = algorithm.partition("+")[0]
+    name = "ring" if name == "torch" else name
+    sched = find_synthesizer(name, collective)(topology)
+    return AlphaBeta().evaluate(sched, topology, size_bytes).time
+
+
+def bench(tb: Testbed, topology: Topology, algorithms: list[str], size_bytes: int, *,
+          collective: str = "allreduce", iters: int = 3, timeout: float = 1800.0,
+          progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Time every algorithm on testbed ``tb`` (built from ``topology``).
+
+    Returns
+    -------
+    list of dict
+        One per algorithm: ``algorithm``, ``collective``, ``size_bytes``, ``measured_s``
+        (median over ``iters`` of the slowest rank), ``times_s``, ``predicted_s``,
+        ``error`` (measured / predicted - 1), ``predicted_flow_s`` (None, see module
+        docstring), ``delay_emulated``.
+
+    Raises
+    ------
+    NotSupportedError
+        For an unknown algorithm (checked before anything runs).
+    TestbedError
+        If a worker fails.
+    """
+    predicted = {a: predict(topology, a, collective, size_bytes) for a in algorithms}
+    rows = []
+    for a in algorithms:
+        if progress:
+            progress(a)
+        res = run_workers(tb, [sys.executable, "-m", "topocoll.testbed.worker", "--topology",
+                               tb.spec, "--algorithm", a, "--collective", collective,
+                               "--size", str(size_bytes), "--iters", str(iters)],
+                          timeout=timeout)
+        bad = [r for r in res if r.returncode != 0]
+        if bad:
+            raise TestbedError(f"{a}: rank {bad[0].rank} exited with {bad[0].returncode}: "
+                               f"{bad[0].output.strip().splitlines()[-1:]}")
+        line = [x for x in res[0].output.splitlines() if x.startswith("{")][-1]
+        m = json.loads(line)
+        rows.append({"algorithm": a, "collective": collective, "size_bytes": size_bytes,
+                     "measured_s": m["measured_s"], "times_s": m["times_s"],
+                     "predicted_s": predicted[a],
+                     "error": m["measured_s"] / predicted[a] - 1.0,
+                     "predicted_flow_s": None, "delay_emulated": tb.delay_emulated})
+    return rows

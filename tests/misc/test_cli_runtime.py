@@ -1,0 +1,82 @@
+"""CLI: export msccl/chakra and testbed up/run/bench/down, with --json and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from topocoll.cli import app
+from topocoll.export.chakra import decode_chakra
+from topocoll.export.msccl import from_msccl_xml
+from topocoll.verification import verify
+
+runner = CliRunner()
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                reason="needs root and iproute2")
+
+
+def run(*args, code=0):
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    return r
+
+
+def test_export_msccl_and_chakra(tmp_path):
+    sched = tmp_path / "s.json"
+    run("synth", "--topology", "ring:4", "--collective", "reduce_scatter", "--algorithm", "ring",
+        "-o", str(sched))
+    xml = tmp_path / "rs.xml"
+    d = json.loads(run("export", "msccl", str(sched), "-o", str(xml), "--dialect",
+                       "msccl-executor", "--json").stdout)
+    assert d["dialect"] == "msccl-executor" and 'coll="reducescatter"' in xml.read_text()
+    assert verify(from_msccl_xml(xml.read_text()), collect=True).ok
+    d = json.loads(run("export", "chakra", str(sched), "-o", str(tmp_path / "et"), "--size",
+                       "1MiB", "--json").stdout)
+    assert len(d["files"]) == 4
+    _, nodes = decode_chakra(open(d["files"][0], "rb").read())
+    assert len(nodes) == 6   # 3 steps, one send and one receive each
+
+
+def test_export_errors_are_one_line(tmp_path):
+    sched = tmp_path / "a2a.json"
+    run("synth", "--topology", "ring:4", "--collective", "alltoall", "--algorithm", "direct",
+        "-o", str(sched))
+    r = run("export", "msccl", str(sched), "-o", str(tmp_path / "x.xml"), code=2)
+    assert r.stderr.count("\n") == 1 and "alltoall" in r.stderr
+
+
+@needs_root
+def test_testbed_down_is_idempotent_and_names_are_checked():
+    d = json.loads(run("testbed", "down", "--name", "cli9", "--json").stdout)
+    assert d == {"name": "cli9", "removed": []}
+    r = run("testbed", "up", "--topology", "ring:3", "--name", "BAD!", code=2)
+    assert "name" in r.stderr
+
+
+@needs_root
+@pytest.mark.slow
+def test_testbed_up_run_down_and_bench():
+    d = json.loads(run("testbed", "up", "--topology", "line:2,bw=200Mbps", "--name", "cli8",
+                       "--json").stdout)
+    try:
+        assert d["num_ranks"] == 2 and len(d["links"]) == 2
+        r = run("testbed", "run", "--name", "cli8", "--json", "--", sys.executable, "-c",
+                "import os; print(os.environ['RANK'], os.environ['MASTER_ADDR'])")
+        res = json.loads(r.stdout)
+        assert [x["output"].split() for x in res] == [["0", d["rank_addr"][0]],
+                                                        ["1", d["rank_addr"][0]]]
+    finally:
+        run("testbed", "down", "--name", "cli8")
+    r = run("testbed", "bench", "--topology", "line:2,bw=200Mbps", "--algorithms",
+            "ring,torch", "--size", "2MiB", "--iters", "2", "--name", "cli7", "--json")
+    rows = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert [x["algorithm"] for x in rows] == ["ring", "torch"]
+    for x in rows:
+        assert x["size_bytes"] == 2**21 and x["measured_s"] > 0 and x["predicted_s"] > 0
+        # 2 MiB over 200 Mbit/s each way takes at least 42 ms; the network bounds the time
+        assert x["measured_s"] >= 0.9 * x["predicted_s"]
