@@ -80,3 +80,5 @@ def test_testbed_up_run_down_and_bench():
         assert x["size_bytes"] == 2**21 and x["measured_s"] > 0 and x["predicted_s"] > 0
         # 2 MiB over 200 Mbit/s each way takes at least 42 ms; the network bounds the time
         assert x["measured_s"] >= 0.9 * x["predicted_s"]
+        # one flow per direction of one link: the flow level agrees with alpha-beta
+        assert x["predicted_flow_s"] == pytest.approx(x["predicted_s"], rel=1e-9)

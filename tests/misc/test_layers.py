@@ -30,8 +30,8 @@ ALLOWED = {
     "cli": None,   # may import anything; nothing imports it
     "runtime": {"schedule", "topology", "collective", "errors", "units"},
     "export": {"schedule", "topology", "collective", "errors", "units"},
-    "testbed": {"topology", "collective", "schedule", "synth", "cost", "verification", "runtime",
-                "errors", "units"},
+    "testbed": {"topology", "collective", "schedule", "synth", "cost", "sim", "verification",
+                "runtime", "errors", "units"},
 }
 
 
