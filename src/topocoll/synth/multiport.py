@@ -45,7 +45,7 @@ from ..collective import Collective
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..schedule.transforms import reverse
 from ..topology import Topology
-from ._common import resolve_group
+from ._common import require, resolve_group
 
 __all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule"]
 
@@ -378,11 +378,8 @@ def _broadcast(plan: Plan, root: int | None, name: str, meta: dict) -> Schedule:
     P, L = plan.num_ports, plan.num_steps
     g = plan.group
     root = int(g[0]) if root is None else int(root)
-    rpos = int(np.flatnonzero(g == root)[0]) if root in g else -1
-    if rpos < 0:
-        from ..errors import TopologyError
-
-        raise TopologyError(f"root {root} is not in the group", item=f"root {root}")
+    require(root in g, f"root {root} is not one of the ranks {g.tolist()}")
+    rpos = int(np.flatnonzero(g == root)[0])
     b = ScheduleBuilder(Collective("broadcast", tuple(int(x) for x in g), P, root=root))
     every = np.arange(P)
     # the root's image in the core after all folds
