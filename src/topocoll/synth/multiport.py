@@ -250,6 +250,57 @@ def _core_exchange(b: ScheduleBuilder, plan: Plan, kind: str, rep) -> None:
             b.add_many(g, g[pr], ch, Op.REDUCE if kind == "rs" else Op.COPY)
 
 
+def _direct(plan: Plan, collective: Collective, phases: Sequence[str], port_major: bool,
+            name: str, meta: dict) -> Schedule:
+    """The core reduce-scatter and/or allgather of an unfolded plan, written straight into
+    the final columns (the fast path for thousands of ranks).
+
+    Chunk of block ``b`` on port ``j``: ``j * Q + b`` if ``port_major`` else ``b * P + j``.
+    Level sets are built bottom-up in place: the allgather rows of step ``s`` are
+    ``R_{s+1}``, the reduce-scatter rows ``R_{s+1}[peer_s]``, and ``R_s`` is the two side by
+    side, so every chunk id is written once per phase (plus one copy per level).
+    """
+    P, L, Q = plan.num_ports, plan.num_steps, plan.q
+    g = plan.group[plan.core_pos].astype(np.int32)
+    widths = [1 << (L - s - 1) for s in range(L)]         # chunks per transfer at step s
+    per_step = [P * Q * w for w in widths]
+    # output order of (phase, step)
+    order = [(ph, s) for ph in phases for s in (range(L) if ph == "rs" else range(L - 1, -1, -1))]
+    start, off = {}, 0
+    for ph, s in order:
+        start[ph, s] = off
+        off += per_step[s]
+    chunks = np.empty(off, dtype=np.int32)
+    src = np.empty(P * Q * len(order), dtype=np.int32)
+    dst = np.empty_like(src)
+    op = np.empty(len(src), dtype=np.int8)
+    cnt = np.empty(len(src), dtype=np.int64)
+    blocks = np.arange(Q, dtype=np.int32)
+    for j in range(P):
+        R = (j * Q + blocks if port_major else blocks * P + j)[:, None]   # R_L, mapped
+        for s in range(L - 1, -1, -1):
+            pr = plan.peers[j, s]
+            w = widths[s]
+            rs = R[pr]
+            for ph in phases:
+                a = start[ph, s] + j * Q * w
+                chunks[a:a + Q * w] = (rs if ph == "rs" else R).reshape(-1)
+            if s:
+                R = np.concatenate([R, rs], axis=1)
+    for t, (ph, s) in enumerate(order):
+        for j in range(P):
+            a = (t * P + j) * Q
+            pr = plan.peers[j, s]
+            src[a:a + Q] = g
+            dst[a:a + Q] = g[pr]
+            op[a:a + Q] = Op.REDUCE if ph == "rs" else Op.COPY
+            cnt[a:a + Q] = widths[s]
+    step_ptr = np.arange(len(order) + 1, dtype=np.int64) * (P * Q)
+    chunk_ptr = np.zeros(len(src) + 1, dtype=np.int64)
+    np.cumsum(cnt, out=chunk_ptr[1:])
+    return Schedule(collective, step_ptr, src, dst, op, chunk_ptr, chunks, name=name, meta=meta)
+
+
 def _fold_steps(b: ScheduleBuilder, plan: Plan, chunks_of, op: Op, inward: bool) -> None:
     steps = plan.folds if inward else plan.folds[::-1]
     for i, (send, recv) in enumerate(steps):
@@ -322,9 +373,17 @@ def butterfly_schedule(plan: Plan, kind: str, *, variant: str = "bandwidth",
     g = plan.group
     meta = dict(meta or {})
     meta.update(shape="x".join(map(str, plan.shape)), ports=str(P))
+    ranks = tuple(int(x) for x in g)
+    if not plan.folds and kind in ("allreduce", "allgather", "reduce_scatter") and \
+            variant == "bandwidth" and L:
+        phases = {"allreduce": ("rs", "ag"), "allgather": ("ag",),
+                  "reduce_scatter": ("rs",)}[kind]
+        K = plan.q * P if kind == "allreduce" else P
+        return _direct(plan, Collective(kind, ranks, K), phases, kind == "allreduce", name,
+                       meta)
     if kind == "allreduce":
         K = plan.q * P if variant == "bandwidth" else P
-        b = ScheduleBuilder(Collective("allreduce", tuple(int(x) for x in g), K))
+        b = ScheduleBuilder(Collective("allreduce", ranks, K))
         every = np.arange(K)
         _fold_steps(b, plan, lambda k, send: np.broadcast_to(every, (len(send), K)),
                     Op.REDUCE, inward=True)

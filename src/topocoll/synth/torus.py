@@ -358,7 +358,28 @@ def _hamiltonian(topology: Topology, ranks, kind: str) -> Schedule:
     for i, cyc in enumerate(hamiltonian_cycles(topology)):
         c = np.arange(2 * p)        # bidirectional ring: chunk 2*blk + h
         parts.append(remap_chunks(fn(topology, order=cyc), (c // 2) * 4 + 2 * i + c % 2, coll))
-    return overlay(parts, coll, name="hamiltonian_rings", meta={"rings": "4"})
+    return _zip_steps(parts, coll, name="hamiltonian_rings", meta={"rings": "4"})
+
+
+def _zip_steps(parts: list[Schedule], coll: Collective, *, name: str, meta: dict) -> Schedule:
+    """:func:`~topocoll.schedule.transforms.overlay` for schedules with the same number of
+    single-chunk transfers in every step (rings), done with reshapes instead of per-step
+    gathers (a 1024-rank overlay has 2046 steps)."""
+    S = parts[0].num_steps
+    uniform = all(x.num_steps == S and x.chunk_ptr[-1] == x.num_transfers and
+                  x.num_transfers == parts[0].num_transfers and
+                  np.all(np.diff(x.step_ptr) == x.num_transfers // max(S, 1)) and
+                  x.path_ptr is None for x in parts)
+    if not uniform or S == 0:
+        return overlay(parts, coll, name=name, meta=meta)
+
+    def z(col: str) -> np.ndarray:
+        return np.concatenate([getattr(x, col).reshape(S, -1) for x in parts], axis=1).ravel()
+
+    T = sum(x.num_transfers for x in parts)
+    return Schedule(coll, np.arange(S + 1, dtype=np.int64) * (T // S), z("src"), z("dst"),
+                    z("op"), np.arange(T + 1, dtype=np.int64), z("chunks"), name=name,
+                    meta=meta)
 
 
 def hamiltonian_rings_allreduce(topology: Topology, *,
