@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cost import AlphaBeta
-from ..errors import NotSupportedError
+from ..errors import NotSupportedError, TopologyError
 from ..schedule import Schedule
 from ..synth import (
     bucket_allreduce,
@@ -42,11 +43,11 @@ from ..synth import (
     swing_latency_allreduce,
 )
 from ..synth.torus import hamiltonian_unsupported_reason
-from ..topology import Dim, Topology, multi_dim, torus
+from ..topology import Dim, Link, Topology, torus
 from ..verification import verify
 
-__all__ = ["StudySetup", "StudyTopology", "TopologyResult", "ALGORITHMS", "TOPOLOGIES",
-           "study_topology", "run_swing_study", "hamiltonian_rings_time", "write_study"]
+__all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult", "ALGORITHMS", "TOPOLOGIES",
+           "study_topology", "run_swing_study", "hyperx_with_nics", "hamiltonian_rings_time", "write_study"]
 
 GBIT = 1e9 / 8
 
@@ -70,7 +71,7 @@ class StudySetup:
     verify_max_ranks: int = 1024
 
     def model(self) -> AlphaBeta:
-        """The cost model: ``alpha`` = one hop's processing (see the module notes)."""
+        """The torus cost model: ``alpha`` = one hop's processing (module notes)."""
         return AlphaBeta(alpha=self.hop_latency, routing=self.routing, bound=False)
 
 
@@ -95,12 +96,80 @@ class StudyTopology:
         if self.kind == "torus":
             t = torus(self.shape, bandwidth=setup.bandwidth, latency=setup.link_latency)
         elif self.kind == "hyperx":
-            t = multi_dim([Dim("fully_connected", d, setup.bandwidth, setup.link_latency)
-                           for d in self.shape], name="hyperx:" + "x".join(map(str, self.shape)))
+            return hyperx_with_nics(self.shape, setup)
         else:
             raise NotSupportedError(f"unknown study topology kind {self.kind!r}")
         return dataclasses.replace(t, node_latency=(setup.hop_latency,) * t.num_nodes,
                                    routing=setup.routing)
+
+    def alpha(self, setup: StudySetup) -> float:
+        """Per-transfer overhead: one hop's processing on a torus (the node is the router
+        and the model charges intermediate nodes only); 0 on the HyperX, whose source and
+        destination routers are switches that the model already charges."""
+        return setup.hop_latency if self.kind == "torus" else 0.0
+
+
+def hyperx_with_nics(shape: Sequence[int], setup: StudySetup) -> Topology:
+    """A HyperX of routers (a switch per rank, every dimension fully connected) where each
+    rank reaches its router through ``2D`` parallel NIC links, so that a node injects at
+    most ``2D`` times the link bandwidth, as in the paper's "2D ports per node".
+
+    NIC links have no latency; routers forward in ``setup.hop_latency``; router links
+    have ``setup.link_latency``. ``dims`` describe the rank grid, so dimension-aware
+    algorithms see the HyperX shape.
+
+    Examples
+    --------
+    >>> t = hyperx_with_nics((4, 4), StudySetup())
+    >>> t.num_ranks, t.num_switches, len(t.links), t.describe()["rank_diameter_hops"]
+    (16, 16, 224, 4)
+    """
+    shape = tuple(shape)
+    n = math.prod(shape)
+    ports = 2 * len(shape)
+    links: list[Link] = []
+    for r in range(n):
+        for _ in range(ports):
+            links.append(Link(r, n + r, setup.bandwidth, 0.0))
+            links.append(Link(n + r, r, setup.bandwidth, 0.0))
+    stride = 1
+    for k, d in enumerate(shape):
+        for r in range(n):
+            x = (r // stride) % d
+            for y in range(d):
+                if y != x:
+                    links.append(Link(n + r, n + r + (y - x) * stride, setup.bandwidth,
+                                      setup.link_latency, k))
+        stride *= d
+    return Topology("hyperx:" + "x".join(map(str, shape)), n, n, tuple(links),
+                    node_latency=(0.0,) * n + (setup.hop_latency,) * n,
+                    dims=tuple(Dim("fully_connected", d, setup.bandwidth, setup.link_latency)
+                               for d in shape),
+                    routing=setup.routing)
+
+
+def parse_study_topology(text: str) -> StudyTopology:
+    """``'torus:8x8'`` or ``'hyperx:64x64'`` -> :class:`StudyTopology`.
+
+    Raises
+    ------
+    TopologyError
+        Naming the text if it is not of that form.
+
+    Examples
+    --------
+    >>> parse_study_topology("torus:8x8x8").label
+    'torus 8x8x8'
+    """
+    kind, _, shape = text.strip().lower().partition(":")
+    try:
+        dims = tuple(int(x) for x in shape.split("x"))
+    except ValueError:
+        dims = ()
+    if kind not in ("torus", "hyperx") or not dims or min(dims) < 2:
+        raise TopologyError(f"study topology must look like torus:8x8 or hyperx:64x64, "
+                            f"got {text!r}", item=f"topology '{text}'")
+    return StudyTopology(kind, dims)
 
 
 TOPOLOGIES = (
@@ -206,7 +275,7 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
     """
     setup = setup or StudySetup()
     topo = st.build(setup)
-    model = setup.model()
+    model = dataclasses.replace(setup.model(), alpha=st.alpha(setup))
     res = TopologyResult(st, setup.sizes)
     p = topo.num_ranks
     for name in algorithms or ALGORITHMS:
