@@ -285,7 +285,7 @@ def hamiltonian_cycles(topology: Topology) -> tuple[list[int], list[int]]:
     >>> from topocoll.topology import torus
     >>> a, b = hamiltonian_cycles(torus((3, 3)))
     >>> a, b
-    ([0, 1, 2, 5, 3, 4, 7, 8, 6], [0, 3, 6, 7, 1, 4, 5, 8, 2])
+    ([0, 1, 2, 5, 3, 4, 7, 8, 6], [0, 2, 8, 5, 4, 1, 7, 6, 3])
     """
     dims = topology.dims
     if len(dims) != 2 or any(d.kind != "ring" for d in dims) or topology.num_switches:
@@ -427,8 +427,8 @@ def hamiltonian_rings_reduce_scatter(topology: Topology, *,
     Examples
     --------
     >>> from topocoll.topology import torus
-    >>> hamiltonian_rings_reduce_scatter(torus((3, 6))).num_steps
-    17
+    >>> hamiltonian_rings_reduce_scatter(torus((4, 8))).num_steps
+    31
     """
     return _hamiltonian(topology, ranks, "reduce_scatter")
 
