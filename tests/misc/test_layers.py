@@ -26,6 +26,8 @@ ALLOWED = {
     "optimize": {"topology", "collective", "schedule", "synth", "cost", "verification", "errors",
                  "units"},
     "report": {"optimize", "cost", "units", "errors"},
+    "studies": {"topology", "collective", "schedule", "synth", "cost", "verification",
+                "optimize", "errors", "units"},
     "cli": None,   # may import anything; nothing imports it
 }
 

@@ -46,8 +46,9 @@ from ..synth.torus import hamiltonian_unsupported_reason
 from ..topology import Dim, Link, Topology, torus
 from ..verification import verify
 
-__all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult", "ALGORITHMS", "TOPOLOGIES",
-           "study_topology", "run_swing_study", "hyperx_with_nics", "hamiltonian_rings_time", "write_study"]
+__all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
+           "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
+           "hamiltonian_rings_time", "write_study"]
 
 GBIT = 1e9 / 8
 

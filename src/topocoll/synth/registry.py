@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
-from . import direct, hierarchical, recursive, ring, trees
-from . import swing, torus
+from . import direct, hierarchical, recursive, ring, swing, torus, trees
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 

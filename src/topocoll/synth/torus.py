@@ -163,7 +163,7 @@ def _bucket(topology: Topology, ranks, kind: str) -> Schedule:
         v = np.arange(p)
         real = np.zeros(p, dtype=np.int64)
         rest = v.copy()
-        for i, k in enumerate(perm):
+        for k in perm:
             real += (rest % sizes[k]) * strides[k]
             rest //= sizes[k]
         vchunk = np.arange(p * h)
