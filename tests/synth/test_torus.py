@@ -119,3 +119,13 @@ def test_hamiltonian_rings_have_no_congestion():
     r = AlphaBeta(bound=False).evaluate(hamiltonian_rings_allreduce(t), t, 64 * 4.0)
     # 2(p-1) steps of one 1-byte hop each
     assert r.time == pytest.approx(2 * 63 * (1e-7 + 1.0))
+
+
+def test_bucket_with_rings_on_fully_connected_dimensions():
+    t = multi_dim([Dim("fully_connected", 4, 1e9)] * 2)
+    s = bucket_allreduce(t, dimension_algorithm="ring")
+    assert s.num_steps == 2 * (3 + 3) and verify(s, t).ok
+    for fn in (bucket_allgather, bucket_reduce_scatter):
+        assert verify(fn(t, dimension_algorithm="ring"), t).ok
+    with pytest.raises(NotSupportedError, match="dimension_algorithm"):
+        bucket_allreduce(t, dimension_algorithm="tree")

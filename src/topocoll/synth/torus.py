@@ -38,7 +38,7 @@ from ..collective import Collective
 from ..errors import NotSupportedError
 from ..schedule import Schedule, ScheduleBuilder
 from ..schedule.transforms import overlay, remap_chunks
-from ..topology import Topology
+from ..topology import Dim, Topology
 from ._common import require, resolve_group
 from .hierarchical import _phase, hierarchical_unsupported_reason
 from .multiport import butterfly_schedule, make_plan
@@ -146,11 +146,15 @@ class _Recorder:
         return self
 
 
-def _bucket(topology: Topology, ranks, kind: str) -> Schedule:
+def _bucket(topology: Topology, ranks, kind: str, dimension_algorithm: str) -> Schedule:
     group = resolve_group(topology, ranks)
     reason = hierarchical_unsupported_reason(topology, group)
     require(reason is None, f"bucket {kind} on {topology.name}: {reason}")
+    require(dimension_algorithm in ("auto", "ring"),
+            f"dimension_algorithm must be 'auto' or 'ring', got {dimension_algorithm!r}")
     dims = topology.dims
+    if dimension_algorithm == "ring":
+        dims = tuple(Dim("ring", d.size, d.bandwidth, d.latency) for d in dims)
     p, D = topology.num_ranks, len(dims)
     h = 2 if any(x.kind in ("ring", "line") for x in dims) else 1
     per_rank = D * h
@@ -185,10 +189,11 @@ def _bucket(topology: Topology, ranks, kind: str) -> Schedule:
                 for src, dst, ch, op in steps[i]:
                     b.add_many(src, dst, ch, op)
     return b.build(name="bucket", meta={"dims": ",".join(f"{x.kind}({x.size})" for x in dims),
-                                        "parts": str(D)})
+                                        "parts": str(D), "variant": dimension_algorithm})
 
 
-def bucket_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+def bucket_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                     dimension_algorithm: str = "auto") -> Schedule:
     """Return the bucket allreduce: ``D`` concurrent dimension-wise ring schemes.
 
     Parameters
@@ -197,6 +202,10 @@ def bucket_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) 
         A topology with ``dims`` (torus, mesh, HyperX-style multi-dimensional).
     ranks : sequence of int, optional
         Must be None or all ranks in rank order.
+    dimension_algorithm : {'auto', 'ring'}
+        'auto': bidirectional rings on ring and line dimensions, one direct exchange on
+        fully connected and switch ones (as :mod:`~topocoll.synth.hierarchical`);
+        'ring': bidirectional rings on every dimension (the paper's bucket on HyperX).
 
     Returns
     -------
@@ -227,11 +236,11 @@ def bucket_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) 
     >>> s.num_steps, s.collective.num_chunks, len(s.step(0))
     (12, 64, 64)
     """
-    return _bucket(topology, ranks, "allreduce")
+    return _bucket(topology, ranks, "allreduce", dimension_algorithm)
 
 
-def bucket_reduce_scatter(topology: Topology, *,
-                          ranks: Sequence[int] | None = None) -> Schedule:
+def bucket_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+                          dimension_algorithm: str = "auto") -> Schedule:
     """Bucket reduce-scatter (``sum_k (d_k - 1)`` steps on a torus); see
     :func:`bucket_allreduce`.
 
@@ -241,10 +250,11 @@ def bucket_reduce_scatter(topology: Topology, *,
     >>> bucket_reduce_scatter(torus((3, 5))).num_steps
     6
     """
-    return _bucket(topology, ranks, "reduce_scatter")
+    return _bucket(topology, ranks, "reduce_scatter", dimension_algorithm)
 
 
-def bucket_allgather(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+def bucket_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+                     dimension_algorithm: str = "auto") -> Schedule:
     """Bucket allgather; see :func:`bucket_allreduce`.
 
     Examples
@@ -253,7 +263,7 @@ def bucket_allgather(topology: Topology, *, ranks: Sequence[int] | None = None) 
     >>> bucket_allgather(torus((3, 5))).collective.num_chunks
     60
     """
-    return _bucket(topology, ranks, "allgather")
+    return _bucket(topology, ranks, "allgather", dimension_algorithm)
 
 
 # ---------------------------------------------------------- Hamiltonian rings
