@@ -187,3 +187,17 @@ def test_subgroups_and_switch_fabrics_verify():
     for topo in (star(7), fully_connected(12)):
         for fn in ALL:
             assert verify(_run(fn, topo), topo).ok
+
+
+def test_compare_lists_swing_and_the_torus_baselines():
+    from topocoll.optimize import compare_algorithms
+    from topocoll.topology.spec import parse_spec
+
+    t = parse_spec("torus:8x8,bw=400Gbps,lat=100ns")
+    rows = compare_algorithms(t, "allreduce", [32.0, 2.0**21, 2.0**29])
+    names = {r.algorithm for r in rows}
+    assert {"swing", "swing_latency", "mirrored_recursive_doubling", "bucket",
+            "hamiltonian_rings", "ring", "recursive_doubling"} <= names
+    assert all(r.verified for r in rows)
+    small = [r for r in rows if r.size_bytes == 32.0]
+    assert small[0].algorithm == "swing_latency"        # fastest at 32 B
