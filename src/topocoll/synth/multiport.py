@@ -47,7 +47,7 @@ from ..schedule.transforms import reverse
 from ..topology import Topology
 from ._common import require, resolve_group
 
-__all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule"]
+__all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order"]
 
 #: ``rule(x, q, sigma) -> peer coordinate`` for an array of coordinates ``x`` in ``0..q-1``.
 StepRule = Callable[[np.ndarray, int, int], np.ndarray]
@@ -250,54 +250,86 @@ def _core_exchange(b: ScheduleBuilder, plan: Plan, kind: str, rep) -> None:
             b.add_many(g, g[pr], ch, Op.REDUCE if kind == "rs" else Op.COPY)
 
 
+def block_order(peers: np.ndarray) -> np.ndarray:
+    """The block renumbering ``phi`` under which every block set ``R_s(v)`` of one port is
+    a contiguous, aligned range (the paper's logical remapping that makes each message
+    contiguous).
+
+    ``R_s(v)`` splits into ``R_{s+1}(v)`` and ``R_{s+1}(peer_s(v))``; bit ``s`` (counted
+    from the top) of ``phi(b)`` says which half holds ``b``: 0 for the half containing the
+    smallest block of ``R_s(b)``. Class minima follow bottom-up from
+    ``min R_s(b) = min(min R_{s+1}(b), min R_{s+1}(peer_s(b)))``, so no set is built.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> from topocoll.synth.swing import _rule
+    >>> plan = make_plan(ring(8), None, _rule, multiport=False)
+    >>> block_order(plan.peers[0]).tolist()
+    [0, 4, 6, 1, 2, 7, 5, 3]
+    """
+    L, Q = peers.shape
+    cid = np.arange(Q, dtype=np.int64)
+    phi = np.zeros(Q, dtype=np.int64)
+    for s in range(L - 1, -1, -1):
+        up = np.minimum(cid, cid[peers[s]])
+        phi |= (cid != up).astype(np.int64) << (L - 1 - s)
+        cid = up
+    return phi
+
+
 def _direct(plan: Plan, collective: Collective, phases: Sequence[str], port_major: bool,
             name: str, meta: dict) -> Schedule:
     """The core reduce-scatter and/or allgather of an unfolded plan, written straight into
     the final columns (the fast path for thousands of ranks).
 
-    Chunk of block ``b`` on port ``j``: ``j * Q + b`` if ``port_major`` else ``b * P + j``.
-    Level sets are built bottom-up in place: the allgather rows of step ``s`` are
-    ``R_{s+1}``, the reduce-scatter rows ``R_{s+1}[peer_s]``, and ``R_s`` is the two side by
-    side, so every chunk id is written once per phase (plus one copy per level).
+    With the renumbering of :func:`block_order`, the blocks a rank sends at step ``s`` are
+    the ``2**(L-s-1)`` consecutive positions starting at the prefix of ``phi`` of the
+    peer (reduce-scatter) or of itself (allgather). An allreduce (``port_major``) names
+    position ``x`` of port ``j`` chunk ``j * Q + x``, so every message is a contiguous
+    chunk range; reduce-scatter and allgather must name owners, chunk ``b * P + j`` for
+    block ``b = phi^-1(x)``. Transfers of a step are ordered by their first position, so
+    consecutive transfers touch the same chunks (memory locality for the verifier).
     """
     P, L, Q = plan.num_ports, plan.num_steps, plan.q
     g = plan.group[plan.core_pos].astype(np.int32)
     widths = [1 << (L - s - 1) for s in range(L)]         # chunks per transfer at step s
-    per_step = [P * Q * w for w in widths]
-    # output order of (phase, step)
     order = [(ph, s) for ph in phases for s in (range(L) if ph == "rs" else range(L - 1, -1, -1))]
-    start, off = {}, 0
-    for ph, s in order:
-        start[ph, s] = off
-        off += per_step[s]
-    chunks = np.empty(off, dtype=np.int32)
-    src = np.empty(P * Q * len(order), dtype=np.int32)
-    dst = np.empty_like(src)
-    op = np.empty(len(src), dtype=np.int8)
-    cnt = np.empty(len(src), dtype=np.int64)
-    blocks = np.arange(Q, dtype=np.int32)
+    T = P * Q * len(order)
+    src = np.empty(T, dtype=np.int32)
+    dst = np.empty(T, dtype=np.int32)
+    op = np.empty(T, dtype=np.int8)
+    cnt = np.empty(T, dtype=np.int64)
+    lo_all = np.empty(T, dtype=np.int64)
     for j in range(P):
-        R = (j * Q + blocks if port_major else blocks * P + j)[:, None]   # R_L, mapped
-        for s in range(L - 1, -1, -1):
+        phi = block_order(plan.peers[j])
+        for t, (ph, s) in enumerate(order):
             pr = plan.peers[j, s]
             w = widths[s]
-            rs = R[pr]
-            for ph in phases:
-                a = start[ph, s] + j * Q * w
-                chunks[a:a + Q * w] = (rs if ph == "rs" else R).reshape(-1)
-            if s:
-                R = np.concatenate([R, rs], axis=1)
-    for t, (ph, s) in enumerate(order):
-        for j in range(P):
+            lo = (phi[pr] if ph == "rs" else phi) & ~(w - 1)
+            srt = np.argsort(lo, kind="stable")
             a = (t * P + j) * Q
-            pr = plan.peers[j, s]
-            src[a:a + Q] = g
-            dst[a:a + Q] = g[pr]
+            src[a:a + Q] = g[srt]
+            dst[a:a + Q] = g[pr[srt]]
             op[a:a + Q] = Op.REDUCE if ph == "rs" else Op.COPY
-            cnt[a:a + Q] = widths[s]
-    step_ptr = np.arange(len(order) + 1, dtype=np.int64) * (P * Q)
-    chunk_ptr = np.zeros(len(src) + 1, dtype=np.int64)
+            cnt[a:a + Q] = w
+            lo_all[a:a + Q] = lo[srt] + (j * Q if port_major else 0)
+    chunk_ptr = np.zeros(T + 1, dtype=np.int64)
     np.cumsum(cnt, out=chunk_ptr[1:])
+    chunks = np.empty(int(chunk_ptr[-1]), dtype=np.int32)
+    lo32 = lo_all.astype(np.int32)
+    invs = None if port_major else \
+        [np.argsort(block_order(plan.peers[j])).astype(np.int32) * P + j for j in range(P)]
+    for t, (_, s) in enumerate(order):       # one vectorized fill per step: lo + 0..w-1
+        w = widths[s]
+        a, b = t * P * Q, (t + 1) * P * Q
+        rows = chunks[chunk_ptr[a]:chunk_ptr[b]].reshape(P * Q, w)
+        np.add(lo32[a:b, None], np.arange(w, dtype=np.int32), out=rows)
+        if invs is not None:                 # positions -> owner chunk ids, per port
+            for j in range(P):
+                part = rows[j * Q:(j + 1) * Q]
+                part[:] = invs[j][part]
+    step_ptr = np.arange(len(order) + 1, dtype=np.int64) * (P * Q)
     return Schedule(collective, step_ptr, src, dst, op, chunk_ptr, chunks, name=name, meta=meta)
 
 
