@@ -89,6 +89,7 @@ def main() -> None:
     ap.add_argument("--swing", nargs=3, metavar=("SHAPE", "ROUTING", "MULTIPORT"))
     ap.add_argument("--study", nargs="*")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-study", action="store_true", help="only the 64x64 rows")
     args = ap.parse_args()
     if args.swing:
         shape, routing, mp = args.swing
@@ -100,7 +101,8 @@ def main() -> None:
     shape = "32x32" if args.quick else "64x64"
     rows = [_sub(["--swing", shape, "shortest", "1"]), _sub(["--swing", shape, "spray", "1"]),
             _sub(["--swing", shape, "shortest", "0"])]
-    rows.append(_sub(["--study", "torus:8x8"] if args.quick else ["--study"]))
+    if not args.skip_study:
+        rows.append(_sub(["--study", "torus:8x8"] if args.quick else ["--study"]))
     print(f"Machine: {platform.machine()}, Python {platform.python_version()}\n")
     print("| case | transfers | chunk entries | synth s | verify s | cost s | total s | "
           "verify mode | peak RSS GiB |")
