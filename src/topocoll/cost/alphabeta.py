@@ -403,9 +403,10 @@ class _Evaluator:
         key = step_e * L + link
         load = np.bincount(key, weights=self._bytes(a, b)[owner] * frac, minlength=nsteps * L)
         self.link_load += load.reshape(nsteps, L).sum(axis=0)
+        who, lat_t, slope_t = _per_transfer(owner, lat, load[key] / self.bw[link])
         ptr = np.zeros(nsteps + 1, dtype=np.int64)
-        np.cumsum(np.bincount(step_e, minlength=nsteps), out=ptr[1:])
-        return lat[owner], load[key] / self.bw[link], ptr
+        np.cumsum(np.bincount(tstep[who], minlength=nsteps), out=ptr[1:])
+        return lat_t, slope_t, ptr
 
     def _big_step(self, a: int, b: int) -> float:
         """One step with more transfers than a batch: loads first, then the maximum."""
@@ -424,20 +425,37 @@ class _Evaluator:
         return worst
 
     def _big_lines(self, a: int, b: int):
-        """:meth:`lines` of one step with more transfers than a batch, reduced to its
-        upper envelope."""
-        before = self.link_load.copy()
-        self._big_step(a, b)
-        load = self.link_load - before
+        """:meth:`lines` of one step with more transfers than a batch (loads first, then
+        per-transfer lines), reduced to its upper envelope."""
+        load = np.zeros(self.num_links)
+        ranges = [(x, min(x + TRANSFERS_PER_BATCH, b)) for x in range(a, b, TRANSFERS_PER_BATCH)]
+        for x, y in ranges:
+            owner, link, frac, _ = self._entries(x, y)
+            load += np.bincount(link, weights=self._bytes(x, y)[owner] * frac,
+                                minlength=self.num_links)
+        self.link_load += load
         lats, slopes = [], []
-        for x in range(a, b, TRANSFERS_PER_BATCH):
-            owner, link, _, lat = self._entries(x, min(x + TRANSFERS_PER_BATCH, b))
-            ptr = np.array([0, len(link)])
-            la, sl = _pareto(lat[owner], load[link] / self.bw[link], ptr)[:2]
+        for x, y in ranges:
+            owner, link, _, lat = self._entries(x, y)
+            _, la, sl = _per_transfer(owner, lat, load[link] / self.bw[link])
+            la, sl, _ = _pareto(la, sl, np.array([0, len(la)]))
             lats.append(la)
             slopes.append(sl)
         lat, slope = np.concatenate(lats), np.concatenate(slopes)
         return lat, slope, np.array([0, len(lat)])
+
+
+def _per_transfer(owner: np.ndarray, lat: np.ndarray, slope_e: np.ndarray):
+    """Route entries sorted by ``owner`` -> ``(owners, latency, largest slope)`` per
+    transfer that has entries (a transfer's finish time is its latency plus the slope of
+    its most loaded link)."""
+    if not len(owner):
+        return owner, np.zeros(0), np.zeros(0)
+    first = np.ones(len(owner), dtype=bool)
+    first[1:] = owner[1:] != owner[:-1]
+    starts = np.flatnonzero(first)
+    who = owner[starts]
+    return who, lat[who], np.maximum.reduceat(slope_e, starts)
 
 
 def _pareto(lat: np.ndarray, slope: np.ndarray, ptr: np.ndarray):
