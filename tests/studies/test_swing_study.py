@@ -112,3 +112,13 @@ def test_cli_study(tmp_path):
     assert r.exit_code == 2 and "bogus" in r.output
     r = runner.invoke(app, ["study", "nope"])
     assert r.exit_code == 2 and "unknown study" in r.output
+
+
+def test_routing_policy_changes_recursive_doubling_but_not_swing():
+    st = StudyTopology("torus", (8, 8))
+    algs = ["swing", "mirrored_recursive_doubling"]
+    spray = study_topology(st, StudySetup(routing="spray"), algorithms=algs)
+    dor = study_topology(st, StudySetup(routing="shortest"), algorithms=algs)
+    assert np.allclose(spray.times["swing"], dor.times["swing"], rtol=1e-12)
+    ratio = dor.times["mirrored_recursive_doubling"] / spray.times["mirrored_recursive_doubling"]
+    assert ratio.min() >= 1 - 1e-12 and ratio.max() > 1.1   # half-ring ties under DOR
