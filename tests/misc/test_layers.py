@@ -27,6 +27,8 @@ ALLOWED = {
                  "units"},
     "report": {"optimize", "cost", "units", "errors"},
     "sim": {"topology", "collective", "schedule", "errors", "units", "cost"},
+    "studies": {"topology", "collective", "schedule", "synth", "cost", "verification",
+                "optimize", "errors", "units"},
     "cli": None,   # may import anything; nothing imports it
     "runtime": {"schedule", "topology", "collective", "errors", "units"},
     "export": {"schedule", "topology", "collective", "errors", "units"},

@@ -164,6 +164,64 @@ class AlphaBeta:
                          float(message_bytes), schedule.collective.kind,
                          schedule.collective.num_ranks, bound)
 
+    def evaluate_sizes(self, schedule: Schedule, topology: Topology,
+                       sizes) -> list[SimResult]:
+        """Return :meth:`evaluate` for many message sizes from one routing and load pass.
+
+        A schedule does not depend on the message size, and under this model a transfer
+        ``t`` finishes at ``alpha + latency_t + chunk_bytes * slope_t`` with ``slope_t`` the
+        largest ``chunks on link / bandwidth`` over its links. So every step's time is
+        the upper envelope of a few lines in ``chunk_bytes``; the envelope (lines that no
+        other line of the step dominates) is kept per step and evaluated at every size.
+
+        Parameters
+        ----------
+        schedule, topology
+            As for :meth:`evaluate`.
+        sizes : sequence of float
+            Message sizes in bytes (each finite and >= 0).
+
+        Returns
+        -------
+        list of SimResult
+            One per size, equal to ``evaluate(schedule, topology, size)`` up to rounding.
+
+        Examples
+        --------
+        >>> from topocoll.topology import torus
+        >>> from topocoll.synth.ring import ring_allreduce
+        >>> t = torus((4, 4))
+        >>> s = ring_allreduce(t)
+        >>> many = AlphaBeta().evaluate_sizes(s, t, [1e3, 1e6])
+        >>> [round(r.time / AlphaBeta().evaluate(s, t, n).time, 12) for r, n in
+        ...  zip(many, [1e3, 1e6])]
+        [1.0, 1.0]
+        """
+        sizes = [float(x) for x in sizes]
+        for n in sizes:
+            if not (math.isfinite(n) and n >= 0):
+                raise ValueError(f"message_bytes must be finite and >= 0, got {n!r}")
+        _check_nodes(schedule, topology)
+        explicit = _explicit(schedule)
+        pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
+        rt = routes(topology, pairs, self.routing or topology.routing)
+        ev = _Evaluator(schedule, topology, rt, pair_id, explicit, 1.0)
+        cbs = np.array([schedule.collective.chunk_bytes(n) for n in sizes])
+        times = np.zeros((schedule.num_steps, len(sizes)))
+        for s0, s1 in _batches(schedule.step_ptr, len(topology.links), ev.max_route_len):
+            lat, slope, ptr = ev.lines(s0, s1)
+            times[s0:s1] = _envelope(lat, slope, ptr, cbs)
+        has = np.diff(schedule.step_ptr) > 0
+        times = np.where(has[:, None], times + self.alpha, 0.0)
+        out = []
+        for i, n in enumerate(sizes):
+            bound = lower_bound(schedule.collective, topology, n, alpha=self.alpha).time \
+                if self.bound else None
+            out.append(SimResult(float(times[:, i].sum()), times[:, i], ev.link_load * cbs[i],
+                                 self.name, n, schedule.collective.kind,
+                                 schedule.collective.num_ranks, bound))
+        return out
+
 
 # ------------------------------------------------------------------ preparation
 def _check_nodes(schedule: Schedule, topology: Topology) -> None:
@@ -276,8 +334,8 @@ class _Evaluator:
             self.pair_link = rt.link[rt.ptr[:-1]]
             self.inv_bw = 1.0 / self.bw
 
-    def _fast_batch(self, s0: int, s1: int) -> np.ndarray:
-        """:meth:`batch` when every routed pair uses exactly one link."""
+    def _fast_lines(self, s0: int, s1: int):
+        """:meth:`lines` when every routed pair uses exactly one link."""
         sp = self.s.step_ptr
         a, b = int(sp[s0]), int(sp[s1])
         nsteps, L = s1 - s0, self.num_links
@@ -290,8 +348,7 @@ class _Evaluator:
         else:
             load = np.bincount(key, weights=self._bytes(a, b), minlength=nsteps * L)
         self.link_load += load.reshape(nsteps, L).sum(axis=0)
-        val = self.rt.latency[pid] + load[key] * self.inv_bw[link]
-        return _step_max(val, sp[s0:s1 + 1] - a)
+        return self.rt.latency[pid], load[key] * self.inv_bw[link], sp[s0:s1 + 1] - a
 
     def _entries(self, a: int, b: int):
         """Route entries of transfers ``a:b``: (owner offset, link, frac) sorted by owner,
@@ -326,8 +383,19 @@ class _Evaluator:
         a, b = int(sp[s0]), int(sp[s1])
         if s1 - s0 == 1 and b - a > TRANSFERS_PER_BATCH:
             return np.array([self._big_step(a, b)])
+        lat, slope, ptr = self.lines(s0, s1)
+        return _step_max(lat + slope, ptr)
+
+    def lines(self, s0: int, s1: int):
+        """``(lat, slope, ptr)`` of steps ``s0:s1``: entry ``i`` of step ``k``
+        (``ptr[k] <= i < ptr[k+1]``) finishes at ``lat[i] + slope[i]`` (times
+        ``chunk_bytes`` already in ``slope``); loads are added to :attr:`link_load`."""
+        sp = self.s.step_ptr
+        a, b = int(sp[s0]), int(sp[s1])
+        if s1 - s0 == 1 and b - a > TRANSFERS_PER_BATCH:
+            return self._big_lines(a, b)
         if self.one_link and self.explicit is None:
-            return self._fast_batch(s0, s1)
+            return self._fast_lines(s0, s1)
         owner, link, frac, lat = self._entries(a, b)
         nsteps, L = s1 - s0, self.num_links
         tstep = np.repeat(np.arange(nsteps, dtype=np.int64), np.diff(sp[s0:s1 + 1]))
@@ -335,10 +403,10 @@ class _Evaluator:
         key = step_e * L + link
         load = np.bincount(key, weights=self._bytes(a, b)[owner] * frac, minlength=nsteps * L)
         self.link_load += load.reshape(nsteps, L).sum(axis=0)
-        val = lat[owner] + load[key] / self.bw[link]
+        who, lat_t, slope_t = _per_transfer(owner, lat, load[key] / self.bw[link])
         ptr = np.zeros(nsteps + 1, dtype=np.int64)
-        np.cumsum(np.bincount(step_e, minlength=nsteps), out=ptr[1:])
-        return _step_max(val, ptr)
+        np.cumsum(np.bincount(tstep[who], minlength=nsteps), out=ptr[1:])
+        return lat_t, slope_t, ptr
 
     def _big_step(self, a: int, b: int) -> float:
         """One step with more transfers than a batch: loads first, then the maximum."""
@@ -355,6 +423,74 @@ class _Evaluator:
             if len(link):
                 worst = max(worst, float((lat[owner] + load[link] / self.bw[link]).max()))
         return worst
+
+    def _big_lines(self, a: int, b: int):
+        """:meth:`lines` of one step with more transfers than a batch (loads first, then
+        per-transfer lines), reduced to its upper envelope."""
+        load = np.zeros(self.num_links)
+        ranges = [(x, min(x + TRANSFERS_PER_BATCH, b)) for x in range(a, b, TRANSFERS_PER_BATCH)]
+        for x, y in ranges:
+            owner, link, frac, _ = self._entries(x, y)
+            load += np.bincount(link, weights=self._bytes(x, y)[owner] * frac,
+                                minlength=self.num_links)
+        self.link_load += load
+        lats, slopes = [], []
+        for x, y in ranges:
+            owner, link, _, lat = self._entries(x, y)
+            _, la, sl = _per_transfer(owner, lat, load[link] / self.bw[link])
+            la, sl, _ = _pareto(la, sl, np.array([0, len(la)]))
+            lats.append(la)
+            slopes.append(sl)
+        lat, slope = np.concatenate(lats), np.concatenate(slopes)
+        return lat, slope, np.array([0, len(lat)])
+
+
+def _per_transfer(owner: np.ndarray, lat: np.ndarray, slope_e: np.ndarray):
+    """Route entries sorted by ``owner`` -> ``(owners, latency, largest slope)`` per
+    transfer that has entries (a transfer's finish time is its latency plus the slope of
+    its most loaded link)."""
+    if not len(owner):
+        return owner, np.zeros(0), np.zeros(0)
+    first = np.ones(len(owner), dtype=bool)
+    first[1:] = owner[1:] != owner[:-1]
+    starts = np.flatnonzero(first)
+    who = owner[starts]
+    return who, lat[who], np.maximum.reduceat(slope_e, starts)
+
+
+def _pareto(lat: np.ndarray, slope: np.ndarray, ptr: np.ndarray):
+    """Per segment, drop lines ``lat + c * slope`` that another line of the segment
+    dominates for every ``c >= 0``; returns ``(lat, slope, ptr)`` of the rest."""
+    nseg = len(ptr) - 1
+    seg = np.repeat(np.arange(nseg), np.diff(ptr))
+    if not len(seg):
+        return lat, slope, ptr
+    order = np.lexsort((-lat, -slope, seg))       # per segment: slope, then lat, descending
+    lat, slope, seg = lat[order], slope[order], seg[order]
+    # shift segment k by k * span so that one running maximum serves all segments
+    span = 2.0 * float(lat.max() - lat.min()) + 1e-12
+    shifted = lat + seg * span
+    prev = np.maximum.accumulate(shifted)
+    keep = np.ones(len(lat), dtype=bool)
+    first = np.ones(len(lat), dtype=bool)
+    first[1:] = seg[1:] != seg[:-1]
+    keep[1:] = (shifted[1:] > prev[:-1]) | first[1:]
+    lat, slope, seg = lat[keep], slope[keep], seg[keep]
+    out = np.zeros(nseg + 1, dtype=np.int64)
+    np.cumsum(np.bincount(seg, minlength=nseg), out=out[1:])
+    return lat, slope, out
+
+
+def _envelope(lat: np.ndarray, slope: np.ndarray, ptr: np.ndarray,
+              cbs: np.ndarray) -> np.ndarray:
+    """``out[k, i] = max over segment k of lat + cbs[i] * slope`` (0 for empty segments)."""
+    lat, slope, ptr = _pareto(lat, slope, ptr)
+    out = np.zeros((len(ptr) - 1, len(cbs)))
+    nz = ptr[1:] > ptr[:-1]
+    if nz.any():
+        val = lat[:, None] + slope[:, None] * cbs[None, :]
+        out[nz] = np.maximum.reduceat(val, ptr[:-1][nz], axis=0)
+    return np.maximum(out, 0.0)
 
 
 def _step_max(val: np.ndarray, ptr: np.ndarray) -> np.ndarray:

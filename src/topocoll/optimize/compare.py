@@ -129,8 +129,11 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
                 reasons.append(f"{syn.name}: {e}")
                 break
             ok = verify(sched, topology, collect=True).ok
-            for n in sizes:
-                r = model.evaluate(sched, topology, n)
+            if hasattr(model, "evaluate_sizes"):   # one routing and load pass for all sizes
+                results = model.evaluate_sizes(sched, topology, sizes)
+            else:
+                results = [model.evaluate(sched, topology, n) for n in sizes]
+            for n, r in zip(sizes, results, strict=True):
                 row = CompareRow(syn.name, kind, float(n), r.time, r.algbw, r.busbw, bounds[n],
                                  bounds[n] / r.time if r.time > 0 else 1.0, ok, sched.num_steps,
                                  sched.num_transfers, dict(opts), getattr(model, "name", "model"))

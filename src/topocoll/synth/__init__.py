@@ -34,6 +34,25 @@ from .ring import (
     ring_allreduce,
     ring_reduce_scatter,
 )
+from .swing import (
+    swing_allgather,
+    swing_allreduce,
+    swing_broadcast,
+    swing_latency_allreduce,
+    swing_reduce,
+    swing_reduce_scatter,
+)
+from .torus import (
+    bucket_allgather,
+    bucket_allreduce,
+    bucket_reduce_scatter,
+    hamiltonian_rings_allgather,
+    hamiltonian_rings_allreduce,
+    hamiltonian_rings_reduce_scatter,
+    mirrored_recursive_doubling_allgather,
+    mirrored_recursive_doubling_allreduce,
+    mirrored_recursive_doubling_reduce_scatter,
+)
 from .trees import (
     binary_tree_parents,
     binomial_tree_allreduce,
@@ -55,4 +74,10 @@ __all__ = [
     "direct_allgather", "direct_reduce_scatter", "direct_allreduce", "direct_alltoall",
     "pairwise_alltoall", "parameter_server_allreduce",
     "hierarchical_allgather", "hierarchical_reduce_scatter", "hierarchical_allreduce",
+    "swing_allreduce", "swing_latency_allreduce", "swing_reduce_scatter", "swing_allgather",
+    "swing_broadcast", "swing_reduce",
+    "mirrored_recursive_doubling_allreduce", "mirrored_recursive_doubling_reduce_scatter",
+    "mirrored_recursive_doubling_allgather", "bucket_allreduce", "bucket_reduce_scatter",
+    "bucket_allgather", "hamiltonian_rings_allreduce", "hamiltonian_rings_reduce_scatter",
+    "hamiltonian_rings_allgather",
 ]

@@ -8,7 +8,18 @@ from dataclasses import dataclass, field
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
-from . import adaptive, direct, forest, hierarchical, recursive, ring, ring_order, trees
+from . import (
+    adaptive,
+    direct,
+    forest,
+    hierarchical,
+    recursive,
+    ring,
+    ring_order,
+    swing,
+    torus,
+    trees,
+)
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 
@@ -27,6 +38,10 @@ def _optimal_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
 
 #: Pipeline depths `topocoll compare` tries for the tree-packing schedules.
 _BATCHES = {"batches": (1, 4, 16, 64, 256)}
+
+
+def _hamiltonian_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return torus.hamiltonian_unsupported_reason(topology, group)
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,28 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
                 tunables=_BATCHES),
     Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce),
+    Synthesizer("swing", "allreduce", swing.swing_allreduce),
+    Synthesizer("swing_latency", "allreduce", swing.swing_latency_allreduce),
+    Synthesizer("swing", "reduce_scatter", swing.swing_reduce_scatter),
+    Synthesizer("swing", "allgather", swing.swing_allgather),
+    Synthesizer("swing", "broadcast", swing.swing_broadcast),
+    Synthesizer("swing", "reduce", swing.swing_reduce),
+    Synthesizer("mirrored_recursive_doubling", "allreduce",
+                torus.mirrored_recursive_doubling_allreduce,
+                tunables={"variant": ("bandwidth", "latency")}),
+    Synthesizer("mirrored_recursive_doubling", "reduce_scatter",
+                torus.mirrored_recursive_doubling_reduce_scatter),
+    Synthesizer("mirrored_recursive_doubling", "allgather",
+                torus.mirrored_recursive_doubling_allgather),
+    Synthesizer("bucket", "allreduce", torus.bucket_allreduce, _hierarchical_applies),
+    Synthesizer("bucket", "reduce_scatter", torus.bucket_reduce_scatter, _hierarchical_applies),
+    Synthesizer("bucket", "allgather", torus.bucket_allgather, _hierarchical_applies),
+    Synthesizer("hamiltonian_rings", "allreduce", torus.hamiltonian_rings_allreduce,
+                _hamiltonian_applies),
+    Synthesizer("hamiltonian_rings", "reduce_scatter", torus.hamiltonian_rings_reduce_scatter,
+                _hamiltonian_applies),
+    Synthesizer("hamiltonian_rings", "allgather", torus.hamiltonian_rings_allgather,
+                _hamiltonian_applies),
 )
 
 

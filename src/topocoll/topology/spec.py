@@ -37,8 +37,10 @@ Names (aliases in parentheses) and their options:
     a missing bw or lat comes from the ``bw`` / ``lat`` options.
 
 Common options (every generator): ``bw`` (link bandwidth; the NIC bandwidth for ``dgx``,
-not accepted by the DGX presets), ``lat`` (link latency) and
-``routing=shortest|ecmp|spray``.
+not accepted by the DGX presets), ``lat`` (link latency),
+``routing=shortest|ecmp|spray`` and ``fwd`` (forwarding latency of every node, ranks and
+switches, charged where a transfer passes through it; overrides ``switch_lat``; not for
+the DGX presets), e.g. ``torus:8x8,fwd=300ns`` for a torus router's per-hop time.
 
 Every generator's ``name`` is a spec that parses back to the same structure (``bw`` and
 ``lat`` are not part of names, except inside ``hier`` dimensions).
@@ -172,7 +174,7 @@ class _Gen:
     usage: str
     positional: tuple[str, ...] = ()
     options: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
-    common: tuple[str, ...] = ("bw", "lat", "routing")
+    common: tuple[str, ...] = ("bw", "lat", "routing", "fwd")
 
 
 def _bw(o):
@@ -300,7 +302,7 @@ _GENERATORS.update(_scenario_generators())
 
 _POSITIONAL_PARSERS = {"n": _int, "shape": _shape, "d": _int, "k": _int, "leaves": _int,
                        "spines": _int, "hosts": _int, "boxes": _int, "dims": _dims}
-_COMMON = {"bw": _rate, "lat": _time, "routing": _choice(*ROUTINGS)}
+_COMMON = {"bw": _rate, "lat": _time, "routing": _choice(*ROUTINGS), "fwd": _time}
 _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattree",
             "fat-tree": "fattree", "leaf_spine": "leafspine", "leaf-spine": "leafspine",
             "dgx_a100": "dgx-a100", "dgx_h100": "dgx-h100", "random_regular": "rrg",
@@ -370,6 +372,8 @@ def parse_spec(text: str) -> Topology:
     t = gen.build(o)
     if "routing" in o and o["routing"] != t.routing:
         t = dataclasses.replace(t, routing=o["routing"])
+    if "fwd" in o:  # forwarding latency of every node (e.g. a torus router's per-hop time)
+        t = dataclasses.replace(t, node_latency=(o["fwd"],) * t.num_nodes)
     return t
 
 

@@ -1,0 +1,430 @@
+"""Reproduction of the Swing evaluation (De Sensi et al., NSDI 2024, §5) with the
+alpha-beta-congestion model.
+
+Setup (the paper's): 400 Gb/s links, 100 ns link latency, 300 ns per-hop processing,
+``2D`` ports per node (every torus link), minimal routing; allreduce of 32 B to 512 MiB
+on the tori 8x8, 64x64, 64x16, 128x8, 256x4, 8x8x8, 8x8x8x8 and the HyperX 64x64.
+
+How the model charges it (see :class:`~topocoll.cost.AlphaBeta`): every transfer is
+routed (``routing="spray"``: an even split over all minimal paths, our stand-in for
+minimal adaptive routing; ``"shortest"`` gives dimension-order routing), bytes of a step
+that share a directed link share its bandwidth, and a transfer over ``h`` hops pays
+``alpha + h * 100 ns + (h - 1) * 300 ns`` latency, i.e. 400 ns per hop with
+``alpha = 300 ns`` (forwarding latency 300 ns on every node). Steps are barriers.
+
+A schedule does not depend on the message size, so each (topology, algorithm) is
+synthesized and routed once and costed at all sizes with
+:meth:`~topocoll.cost.AlphaBeta.evaluate_sizes`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..cost import AlphaBeta
+from ..errors import NotSupportedError, TopologyError
+from ..schedule import Schedule
+from ..synth import (
+    bucket_allreduce,
+    hamiltonian_rings_allreduce,
+    mirrored_recursive_doubling_allreduce,
+    rabenseifner_allreduce,
+    recursive_doubling_allreduce,
+    ring_allreduce,
+    swing_allreduce,
+    swing_latency_allreduce,
+)
+from ..synth.torus import hamiltonian_unsupported_reason
+from ..topology import Dim, Link, Topology, torus
+from ..verification import verify
+
+__all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
+           "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
+           "hamiltonian_rings_time", "write_study"]
+
+GBIT = 1e9 / 8
+
+
+@dataclass(frozen=True)
+class StudySetup:
+    """Network parameters and sizes of the study (SI units).
+
+    Examples
+    --------
+    >>> s = StudySetup()
+    >>> s.bandwidth, len(s.sizes), s.sizes[0], s.sizes[-1] == 512 * 2**20
+    (50000000000.0, 25, 32.0, True)
+    """
+
+    bandwidth: float = 400 * GBIT
+    link_latency: float = 100e-9
+    hop_latency: float = 300e-9
+    routing: str = "spray"
+    sizes: tuple[float, ...] = tuple(float(2 ** k) for k in range(5, 30))
+    verify_max_ranks: int = 1024
+
+    def model(self) -> AlphaBeta:
+        """The torus cost model: ``alpha`` = one hop's processing (module notes)."""
+        return AlphaBeta(alpha=self.hop_latency, routing=self.routing, bound=False)
+
+
+@dataclass(frozen=True)
+class StudyTopology:
+    """One topology of the study: ``kind`` is ``'torus'`` or ``'hyperx'``."""
+
+    kind: str
+    shape: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        return ("HyperX " if self.kind == "hyperx" else "torus ") + "x".join(map(str, self.shape))
+
+    @property
+    def ports(self) -> int:
+        """``2D``: the ports the paper gives every node."""
+        return 2 * len(self.shape)
+
+    def build(self, setup: StudySetup) -> Topology:
+        """The topology with the setup's links and a forwarding latency on every node."""
+        if self.kind == "torus":
+            t = torus(self.shape, bandwidth=setup.bandwidth, latency=setup.link_latency)
+        elif self.kind == "hyperx":
+            return hyperx_with_nics(self.shape, setup)
+        else:
+            raise NotSupportedError(f"unknown study topology kind {self.kind!r}")
+        return dataclasses.replace(t, node_latency=(setup.hop_latency,) * t.num_nodes,
+                                   routing=setup.routing)
+
+    def alpha(self, setup: StudySetup) -> float:
+        """Per-transfer overhead: one hop's processing on a torus (the node is the router
+        and the model charges intermediate nodes only); 0 on the HyperX, whose source and
+        destination routers are switches that the model already charges."""
+        return setup.hop_latency if self.kind == "torus" else 0.0
+
+
+def hyperx_with_nics(shape: Sequence[int], setup: StudySetup) -> Topology:
+    """A HyperX of routers (a switch per rank, every dimension fully connected) where each
+    rank reaches its router through ``2D`` parallel NIC links, so that a node injects at
+    most ``2D`` times the link bandwidth, as in the paper's "2D ports per node".
+
+    NIC links have no latency; routers forward in ``setup.hop_latency``; router links
+    have ``setup.link_latency``. ``dims`` describe the rank grid, so dimension-aware
+    algorithms see the HyperX shape.
+
+    Examples
+    --------
+    >>> t = hyperx_with_nics((4, 4), StudySetup())
+    >>> t.num_ranks, t.num_switches, len(t.links), t.describe()["rank_diameter_hops"]
+    (16, 16, 224, 4)
+    """
+    shape = tuple(shape)
+    n = math.prod(shape)
+    ports = 2 * len(shape)
+    links: list[Link] = []
+    for r in range(n):
+        for _ in range(ports):
+            links.append(Link(r, n + r, setup.bandwidth, 0.0))
+            links.append(Link(n + r, r, setup.bandwidth, 0.0))
+    stride = 1
+    for k, d in enumerate(shape):
+        for r in range(n):
+            x = (r // stride) % d
+            for y in range(d):
+                if y != x:
+                    links.append(Link(n + r, n + r + (y - x) * stride, setup.bandwidth,
+                                      setup.link_latency, k))
+        stride *= d
+    return Topology("hyperx:" + "x".join(map(str, shape)), n, n, tuple(links),
+                    node_latency=(0.0,) * n + (setup.hop_latency,) * n,
+                    dims=tuple(Dim("fully_connected", d, setup.bandwidth, setup.link_latency)
+                               for d in shape),
+                    routing=setup.routing)
+
+
+def parse_study_topology(text: str) -> StudyTopology:
+    """``'torus:8x8'`` or ``'hyperx:64x64'`` -> :class:`StudyTopology`.
+
+    Raises
+    ------
+    TopologyError
+        Naming the text if it is not of that form.
+
+    Examples
+    --------
+    >>> parse_study_topology("torus:8x8x8").label
+    'torus 8x8x8'
+    """
+    kind, _, shape = text.strip().lower().partition(":")
+    try:
+        dims = tuple(int(x) for x in shape.split("x"))
+    except ValueError:
+        dims = ()
+    if kind not in ("torus", "hyperx") or not dims or min(dims) < 2:
+        raise TopologyError(f"study topology must look like torus:8x8 or hyperx:64x64, "
+                            f"got {text!r}", item=f"topology '{text}'")
+    return StudyTopology(kind, dims)
+
+
+TOPOLOGIES = (
+    StudyTopology("torus", (8, 8)), StudyTopology("torus", (64, 64)),
+    StudyTopology("torus", (64, 16)), StudyTopology("torus", (128, 8)),
+    StudyTopology("torus", (256, 4)), StudyTopology("torus", (8, 8, 8)),
+    StudyTopology("torus", (8, 8, 8, 8)), StudyTopology("hyperx", (64, 64)),
+)
+
+#: name -> synthesizers whose best time per size is reported under that name (the paper
+#: reports Swing as the best of its two variants).
+ALGORITHMS: dict[str, tuple[Callable[..., Schedule], ...]] = {
+    "swing": (swing_allreduce, swing_latency_allreduce),
+    "mirrored_recursive_doubling": (
+        mirrored_recursive_doubling_allreduce,
+        lambda t: mirrored_recursive_doubling_allreduce(t, variant="latency")),
+    "recursive_doubling_latency": (recursive_doubling_allreduce,),
+    "recursive_doubling_bandwidth": (rabenseifner_allreduce,),
+    "bucket": (lambda t: bucket_allreduce(t, dimension_algorithm="ring"),),
+    "bucket_direct": (bucket_allreduce,),
+    "hamiltonian_rings": (hamiltonian_rings_allreduce,),
+    "ring": (ring_allreduce,),
+}
+#: Our additions that the paper does not evaluate (excluded from the "paper baselines").
+NOT_IN_PAPER = ("bucket_direct",)
+#: Above this many ranks the Hamiltonian rings (4p transfers per step, 2(p - 1) steps)
+#: are costed by :func:`hamiltonian_rings_time` instead of a 134 M-transfer schedule.
+HAMILTONIAN_MAX_RANKS = 1024
+
+
+def hamiltonian_rings_time(topology: Topology, sizes: Sequence[float], alpha: float) -> np.ndarray:
+    """Alpha-beta time of :func:`~topocoll.synth.hamiltonian_rings_allreduce` in closed
+    form: ``2(p - 1)(alpha + latency + n / (4 p B))``.
+
+    Every transfer crosses one link and every directed link carries one ring, so each of
+    the ``2(p - 1)`` steps costs one hop with a quarter block; the tests check this
+    against :meth:`AlphaBeta.evaluate` on small tori. Needs uniform links.
+
+    Examples
+    --------
+    >>> from topocoll.topology import torus
+    >>> hamiltonian_rings_time(torus((4, 4), bandwidth=1e9, latency=0.0), [64e9], 0.0)
+    array([30.])
+    """
+    bw, lat = topology.link_bandwidth, topology.link_latency
+    if np.ptp(bw) or np.ptp(lat):
+        raise NotSupportedError("the closed form needs links of equal bandwidth and latency")
+    p = topology.num_ranks
+    n = np.asarray(sizes, dtype=float)
+    return 2 * (p - 1) * (alpha + lat[0] + n / (4 * p) / bw[0])
+
+
+@dataclass
+class TopologyResult:
+    """Times (s) per algorithm and size on one topology, with how each was obtained."""
+
+    topology: StudyTopology
+    sizes: tuple[float, ...]
+    times: dict[str, np.ndarray] = field(default_factory=dict)
+    variant: dict[str, list[str]] = field(default_factory=dict)
+    verified: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def goodput(self, name: str) -> np.ndarray:
+        """Vector bytes over time, in bits/s."""
+        return np.asarray(self.sizes) * 8 / self.times[name]
+
+    def best_other(self, name: str = "swing", exclude: Sequence[str] = ()
+                   ) -> tuple[list[str], np.ndarray]:
+        """Per size, the fastest algorithm other than ``name`` (and ``exclude``) and its
+        time."""
+        others = [a for a in self.times if a != name and a not in exclude]
+        stack = np.stack([self.times[a] for a in others])
+        idx = stack.argmin(axis=0)
+        return [others[i] for i in idx], stack.min(axis=0)
+
+    def to_dict(self) -> dict:
+        return {"topology": self.topology.label, "sizes": list(self.sizes),
+                "times_s": {k: v.tolist() for k, v in self.times.items()},
+                "variant": self.variant, "verified": self.verified,
+                "synth_cost_s": self.seconds, "notes": self.notes}
+
+
+def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
+                   algorithms: Sequence[str] | None = None,
+                   progress: Callable[[str], None] | None = None) -> TopologyResult:
+    """Synthesize, (verify,) and cost every applicable algorithm on one topology.
+
+    Parameters
+    ----------
+    st : StudyTopology
+    setup : StudySetup, optional
+    algorithms : sequence of str, optional
+        Subset of :data:`ALGORITHMS` (default all).
+    progress : callable, optional
+        Called with a label before each synthesizer.
+
+    Returns
+    -------
+    TopologyResult
+
+    Examples
+    --------
+    >>> r = study_topology(StudyTopology("torus", (4, 4)), algorithms=["swing", "ring"])
+    >>> sorted(r.times), r.verified["swing"]
+    (['ring', 'swing'], 'yes')
+    """
+    setup = setup or StudySetup()
+    topo = st.build(setup)
+    model = dataclasses.replace(setup.model(), alpha=st.alpha(setup))
+    res = TopologyResult(st, setup.sizes)
+    p = topo.num_ranks
+    for name in algorithms or ALGORITHMS:
+        if progress:
+            progress(f"{st.label}: {name}")
+        t0 = time.perf_counter()
+        if name == "bucket_direct" and all(d.kind == "ring" for d in topo.dims):
+            continue  # identical to the ring bucket on a torus
+        if name == "hamiltonian_rings":
+            reason = hamiltonian_unsupported_reason(topo, tuple(range(p)))
+            if reason:
+                res.notes.append(f"hamiltonian_rings: not applicable ({reason})")
+                continue
+            if p > HAMILTONIAN_MAX_RANKS:
+                res.times[name] = hamiltonian_rings_time(topo, setup.sizes, model.alpha)
+                res.variant[name] = ["closed form"] * len(setup.sizes)
+                res.verified[name] = "closed form (checked against the schedule on small tori)"
+                res.seconds[name] = time.perf_counter() - t0
+                continue
+        best, which, ok = None, None, []
+        for fn in ALGORITHMS[name]:
+            try:
+                s = fn(topo)
+            except NotSupportedError as e:
+                res.notes.append(f"{name}: {e}")
+                continue
+            if p <= setup.verify_max_ranks:
+                ok.append(verify(s, topo, collect=True).ok)
+            t = np.array([r.time for r in model.evaluate_sizes(s, topo, setup.sizes)])
+            label = s.meta.get("variant", s.name)
+            if best is None:
+                best, which = t, [label] * len(t)
+            else:
+                better = t < best
+                which = [label if b else w for b, w in zip(better, which, strict=True)]
+                best = np.minimum(best, t)
+            del s
+        if best is None:
+            continue
+        res.times[name] = best
+        res.variant[name] = which
+        res.verified[name] = ("yes" if all(ok) else "NO") if ok else \
+            f"not run (> {setup.verify_max_ranks} ranks)"
+        res.seconds[name] = time.perf_counter() - t0
+    return res
+
+
+def run_swing_study(setup: StudySetup | None = None, *,
+                    topologies: Sequence[StudyTopology] = TOPOLOGIES,
+                    progress: Callable[[str], None] | None = None) -> list[TopologyResult]:
+    """Run :func:`study_topology` on every topology of the study."""
+    setup = setup or StudySetup()
+    return [study_topology(st, setup, progress=progress) for st in topologies]
+
+
+# ------------------------------------------------------------------ rendering
+def _fmt_size(n: float) -> str:
+    for unit, k in (("MiB", 20), ("KiB", 10)):
+        if n >= 2 ** k:
+            return f"{n / 2 ** k:g} {unit}"
+    return f"{n:g} B"
+
+
+def _fmt_time(t: float) -> str:
+    if t >= 1e-3:
+        return f"{t * 1e3:.3f} ms"
+    return f"{t * 1e6:.2f} us"
+
+
+def _figure(res: TopologyResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    x = np.asarray(res.sizes)
+    for name in res.times:
+        ax.plot(x, res.goodput(name) / 1e9, marker="o", ms=3,
+                lw=2.2 if name == "swing" else 1.2, label=name)
+    peak = res.topology.ports / 2 * 400
+    ax.axhline(peak, color="grey", ls="--", lw=1, label=f"peak {peak:g} Gb/s (D x 400)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("allreduce vector size (bytes)")
+    ax.set_ylabel("goodput (Gb/s)")
+    ax.set_title(f"{res.topology.label}: allreduce goodput (alpha-beta-congestion model)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def render_markdown(results: Sequence[TopologyResult], setup: StudySetup,
+                    figures: dict[str, str]) -> str:
+    """The generated results page: per topology the figure, runtimes at the smallest
+    size, Swing's speedup over the best other algorithm at every size."""
+    out = ["# Swing study: generated results", "",
+           "Generated by `topocoll study swing`; do not edit by hand. Discussion: "
+           "[swing.md](swing.md).", "",
+           f"Model: AlphaBeta, routing `{setup.routing}`, {setup.bandwidth * 8 / 1e9:g} Gb/s "
+           f"links, {setup.link_latency * 1e9:g} ns link latency, "
+           f"{setup.hop_latency * 1e9:g} ns per hop (alpha and forwarding).", ""]
+    for res in results:
+        lab = res.topology.label
+        out += [f"## {lab}", "", f"![{lab}]({figures[lab]})", ""]
+        out += ["| algorithm | time at 32 B | verified | synth + cost s |", "|---|---|---|---|"]
+        for name, t in res.times.items():
+            out.append(f"| {name} | {_fmt_time(t[0])} | {res.verified[name]} | "
+                       f"{res.seconds[name]:.1f} |")
+        for note in res.notes:
+            out.append(f"\n- {note}")
+        extra = "bucket_direct" in res.times
+        out += ["", "| size | swing | swing variant | best other | its time | speedup |"
+                + (" speedup over the paper's baselines |" if extra else ""),
+                "|---|---|---|---|---|---|" + ("---|" if extra else "")]
+        names, other = res.best_other()
+        paper = res.best_other(exclude=NOT_IN_PAPER)[1]
+        sw = res.times["swing"]
+        for i, n in enumerate(res.sizes):
+            out.append(f"| {_fmt_size(n)} | {_fmt_time(sw[i])} | {res.variant['swing'][i]} | "
+                       f"{names[i]} | {_fmt_time(other[i])} | {other[i] / sw[i]:.2f} |"
+                       + (f" {paper[i] / sw[i]:.2f} |" if extra else ""))
+        out.append("")
+    return "\n".join(out)
+
+
+def write_study(out_dir: str | Path, results: Sequence[TopologyResult],
+                setup: StudySetup) -> list[Path]:
+    """Write ``swing-results.md``, ``swing-results.json`` and one PNG per topology into
+    ``out_dir``; returns the written paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written, figures = [], {}
+    for res in results:
+        fname = "swing-" + res.topology.label.replace(" ", "-").lower() + ".png"
+        _figure(res, out / fname)
+        figures[res.topology.label] = fname
+        written.append(out / fname)
+    md = out / "swing-results.md"
+    md.write_text(render_markdown(results, setup, figures))
+    js = out / "swing-results.json"
+    js.write_text(json.dumps([r.to_dict() for r in results], indent=1))
+    return written + [md, js]
+
