@@ -127,12 +127,15 @@ def compare(topology: TopoOpt,
 
     t = _topology(topology)
     sizes = [parse_size(s) for s in (size or ["64MiB"])]
+    skipped: list[tuple[str, str]] = []
     rows = compare_algorithms(t, collective, sizes, algorithms=algorithm, ranks=_ranks(ranks),
-                              root=root, model=cost_model(backend))
+                              root=root, model=cost_model(backend), skipped=skipped)
     if as_json:
         _print_json([r.to_dict() for r in rows])
         return
     _print_rows(f"{collective} on {t.name}", rows)
+    for name, why in skipped:
+        out.print(f"not shown: {name} ({why})", style="dim", highlight=False)
 
 
 def _print_rows(title: str, rows) -> None:

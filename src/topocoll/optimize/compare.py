@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..collective import make_collective
 from ..cost import AlphaBeta, CostModel, lower_bound
 from ..errors import NotSupportedError
+from ..schedule import Schedule
 from ..synth import SYNTHESIZERS, Synthesizer
 from ..topology import Topology
 from ..verification import verify
 
-__all__ = ["CompareRow", "compare_algorithms"]
+__all__ = ["CompareRow", "compare_algorithms", "route_entries", "MAX_ROUTE_ENTRIES"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,41 @@ def _candidates(syn: Synthesizer, topology: Topology, p: int) -> list[dict[str, 
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
+#: Default limit on the link traversals that routing one schedule may materialize in
+#: :func:`compare_algorithms` (about 2-3 GB of route arrays); see :func:`route_entries`.
+MAX_ROUTE_ENTRIES = 10**8
+
+
+def route_entries(schedule: Schedule, topology: Topology) -> int:
+    """Link traversals that routing ``schedule`` materializes under shortest-path routing.
+
+    Cost models route every distinct ``(src, dst)`` pair of a schedule once; the route
+    arrays hold one entry per link of each path. This is their size: the sum of hop
+    distances over distinct pairs (ECMP and spraying add parallel entries on top).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> from topocoll.synth import direct_allgather, ring_allgather
+    >>> route_entries(ring_allgather(ring(8)), ring(8))        # 8 neighbour pairs
+    8
+    >>> route_entries(direct_allgather(ring(8)), ring(8))      # all 56 pairs, 1-4 hops
+    128
+    """
+    n = topology.num_nodes
+    key = schedule.src.astype(np.int64) * n + schedule.dst
+    seen = np.zeros(n * n, dtype=bool)
+    seen[key] = True
+    d = topology.hop_distances().ravel()[np.flatnonzero(seen)]
+    return int(d[np.isfinite(d)].sum())
+
+
 def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
                        algorithms: Sequence[str] | None = None, ranks: Sequence[int] | None = None,
                        root: int | None = None, model: CostModel | None = None,
-                       progress: Callable[[str], None] | None = None) -> list[CompareRow]:
+                       progress: Callable[[str], None] | None = None,
+                       max_route_entries: float = MAX_ROUTE_ENTRIES,
+                       skipped: list[tuple[str, str]] | None = None) -> list[CompareRow]:
     """Synthesize, verify and cost every applicable algorithm for ``kind`` at each size.
 
     Parameters
@@ -74,6 +109,14 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
         Defaults to :class:`~topocoll.cost.AlphaBeta`.
     progress : callable, optional
         Called with a short label before each synthesizer runs.
+    max_route_entries : float, optional
+        Algorithms that were not named in ``algorithms`` and whose schedule would route
+        more link traversals than this (:func:`route_entries`; e.g. all-pairs ``direct``
+        on a 64x64 torus, 5e8) are skipped instead of exhausting memory. Naming an
+        algorithm always costs it. ``math.inf`` disables the limit.
+    skipped : list, optional
+        If given, receives ``(algorithm, reason)`` for every algorithm not shown: not
+        applicable, not supported with these options, or over ``max_route_entries``.
 
     Returns
     -------
@@ -106,13 +149,15 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
             raise NotSupportedError(f"no algorithm {sorted(unknown)} for {kind}; "
                                     f"available: {', '.join(names)}")
     rows: list[CompareRow] = []
-    reasons = []
+    reasons: list[str] = []
+    skipped = skipped if skipped is not None else []
     coll = make_collective(kind, group, 1, root if kind in ("broadcast", "reduce") else None)
     bounds = {n: lower_bound(coll, topology, n).time for n in sizes}
     for syn in syns:
         reason = syn.applies(topology, group)
         if reason:
             reasons.append(f"{syn.name}: {reason}")
+            skipped.append((syn.name, reason))
             continue
         if progress:
             progress(syn.name)
@@ -127,7 +172,17 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
                 sched = syn.func(topology, **kwargs)
             except NotSupportedError as e:
                 reasons.append(f"{syn.name}: {e}")
+                skipped.append((syn.name, str(e)))
                 break
+            if want is None and math.isfinite(max_route_entries):
+                work = route_entries(sched, topology)
+                if work > max_route_entries:
+                    why = (f"{sched.num_transfers:,} transfers would route {work:,} link "
+                           f"traversals (limit {max_route_entries:,.0f}); name it with "
+                           f"-a {syn.name} to cost it anyway")
+                    reasons.append(f"{syn.name}: {why}")
+                    skipped.append((syn.name, why))
+                    break
             ok = verify(sched, topology, collect=True).ok
             if hasattr(model, "evaluate_sizes"):   # one routing and load pass for all sizes
                 results = model.evaluate_sizes(sched, topology, sizes)

@@ -1,0 +1,54 @@
+"""compare_algorithms: ranking, skipped algorithms and the routing-work guard."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from topocoll.errors import NotSupportedError
+from topocoll.optimize.compare import compare_algorithms, route_entries
+from topocoll.synth import direct_allreduce, ring_allreduce
+from topocoll.topology import fat_tree, torus
+
+
+def test_route_entries_sums_hops_over_distinct_pairs():
+    t = torus((4, 4))
+    hops = t.hop_distances()
+    # ring allreduce follows a Hamiltonian cycle of the torus: 16 distinct one-hop pairs
+    s = ring_allreduce(t)
+    pairs = set(zip(s.src.tolist(), s.dst.tolist(), strict=True))
+    assert len(pairs) == 16 and {hops[a, b] for a, b in pairs} == {1.0}
+    assert route_entries(s, t) == 16
+    # direct allreduce touches all 240 ordered pairs: the all-pairs hop sum of the 4x4 torus
+    assert route_entries(direct_allreduce(t), t) == int(hops[:16, :16].sum()) == 16 * 32
+
+
+def test_heavy_algorithms_are_skipped_with_a_reason_unless_named():
+    t = torus((4, 4))
+    skipped: list[tuple[str, str]] = []
+    rows = compare_algorithms(t, "allreduce", [2**20], max_route_entries=100, skipped=skipped)
+    shown = {r.algorithm for r in rows}
+    why = dict(skipped)
+    assert "direct" not in shown and "512 link traversals (limit 100)" in why["direct"]
+    assert "-a direct" in why["direct"]
+    assert "ring" in shown and "ring" not in why          # 16 traversals: under the limit
+    # naming it costs it regardless of the limit
+    named = compare_algorithms(t, "allreduce", [2**20], algorithms=["direct"],
+                               max_route_entries=100)
+    assert [r.algorithm for r in named] == ["direct"] and named[0].verified
+
+
+def test_skipped_lists_inapplicable_algorithms():
+    skipped: list[tuple[str, str]] = []
+    compare_algorithms(fat_tree(4), "allreduce", [2**20], skipped=skipped,
+                       max_route_entries=math.inf)
+    names = {n for n, _ in skipped}
+    assert {"hierarchical", "hamiltonian_rings"} <= names
+    assert all(reason for _, reason in skipped)
+
+
+def test_no_applicable_algorithm_names_the_reasons():
+    with pytest.raises(NotSupportedError) as e:
+        compare_algorithms(fat_tree(4), "allreduce", [2**20], algorithms=["hamiltonian_rings"])
+    assert "hamiltonian_rings" in str(e.value)
