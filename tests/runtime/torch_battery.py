@@ -33,6 +33,8 @@ def specs(p):
             out.append(f"hier:ring({a})x ring({p // a})")
     if p == 8:
         out.append("hier:fc(2)x ring(2)x switch(2)")
+    if p == 9:   # the smallest torus with edge-disjoint Hamiltonian rings
+        out.append("torus:3x3")
     return out
 
 
