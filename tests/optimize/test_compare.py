@@ -52,3 +52,16 @@ def test_no_applicable_algorithm_names_the_reasons():
     with pytest.raises(NotSupportedError) as e:
         compare_algorithms(fat_tree(4), "allreduce", [2**20], algorithms=["hamiltonian_rings"])
     assert "hamiltonian_rings" in str(e.value)
+
+
+def test_tree_schedules_are_offered_up_to_the_size_limit():
+    from topocoll.synth import find_synthesizer
+    from topocoll.synth.registry import MAX_TREE_RANKS
+    from topocoll.topology import ring
+
+    for name in ("optimal", "topology_adaptive"):
+        syn = find_synthesizer(name, "allreduce")
+        assert syn.applies(ring(MAX_TREE_RANKS), tuple(range(MAX_TREE_RANKS))) is None
+        big = MAX_TREE_RANKS + 1
+        reason = syn.applies(ring(big), tuple(range(big)))
+        assert reason and f"{big} ranks" in reason and "topocoll bound" in reason

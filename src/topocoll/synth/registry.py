@@ -32,8 +32,28 @@ def _hierarchical_applies(topology: Topology, group: tuple[int, ...]) -> str | N
     return hierarchical.hierarchical_unsupported_reason(topology, group)
 
 
+#: Largest group for which the registry offers the per-root tree schedules (``optimal``,
+#: ``topology_adaptive``): they hold a tree per root, about ``N**2`` transfers per batch, and
+#: building them at 512 ranks takes about 30 s per schedule. The functions themselves take
+#: any size; the exact optimum at any size is ``topocoll bound``.
+MAX_TREE_RANKS = 256
+
+
+def _tree_size_reason(group: tuple[int, ...]) -> str | None:
+    if len(group) > MAX_TREE_RANKS:
+        return (f"per-root tree schedules for {len(group)} ranks need about "
+                f"{len(group) * (len(group) - 1):,} transfers per batch; the registry offers "
+                f"them up to {MAX_TREE_RANKS} ranks (`topocoll bound` gives the optimum at any "
+                "size)")
+    return None
+
+
 def _optimal_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
-    return forest.optimal_unsupported_reason(topology, group)
+    return _tree_size_reason(group) or forest.optimal_unsupported_reason(topology, group)
+
+
+def _adaptive_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return _tree_size_reason(group)
 
 
 #: Pipeline depths `topocoll compare` tries for the tree-packing schedules.
@@ -114,7 +134,7 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("optimal", "broadcast", forest.optimal_broadcast, _optimal_applies, _BATCHES),
     Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
-                tunables=_BATCHES),
+                _adaptive_applies, _BATCHES),
     Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce),
     Synthesizer("swing", "allreduce", swing.swing_allreduce),
     Synthesizer("swing_latency", "allreduce", swing.swing_latency_allreduce),
