@@ -56,6 +56,14 @@ def _adaptive_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
     return _tree_size_reason(group)
 
 
+def _best_ring_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    # the ring-order search runs 2-opt passes of O(N^2) Python steps (177 s at 4096 ranks)
+    if len(group) > MAX_TREE_RANKS:
+        return (f"the ring-order heuristic is offered up to {MAX_TREE_RANKS} ranks "
+                f"(got {len(group)}); call best_ring_order() directly for larger groups")
+    return None
+
+
 #: Pipeline depths `topocoll compare` tries for the tree-packing schedules.
 _BATCHES = {"batches": (1, 4, 16, 64, 256)}
 
@@ -135,7 +143,7 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
                 _adaptive_applies, _BATCHES),
-    Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce),
+    Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce, _best_ring_applies),
     Synthesizer("swing", "allreduce", swing.swing_allreduce),
     Synthesizer("swing_latency", "allreduce", swing.swing_latency_allreduce),
     Synthesizer("swing", "reduce_scatter", swing.swing_reduce_scatter),
