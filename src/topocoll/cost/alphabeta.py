@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..errors import ScheduleError, TopologyError
-from ..topology.core import ROUTINGS
+from ..errors import ScheduleError
 from ..topology.routing import Routes, path_routes, routes
-from .base import SimResult
+from .base import SimResult, check_model_options
 from .bounds import lower_bound
 
 if TYPE_CHECKING:
@@ -109,12 +108,7 @@ class AlphaBeta:
     name: ClassVar[str] = "alphabeta"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha)
-                and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
-        if self.routing is not None and self.routing not in ROUTINGS:
-            raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
-                                item="routing")
+        check_model_options(self.alpha, self.routing)
 
     def evaluate(self, schedule: Schedule, topology: Topology,
                  message_bytes: float) -> SimResult:

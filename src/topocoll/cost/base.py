@@ -19,7 +19,35 @@ if TYPE_CHECKING:
     from ..schedule import Schedule
     from ..topology import Topology
 
-__all__ = ["SimResult", "CostModel"]
+__all__ = ["SimResult", "CostModel", "check_model_options"]
+
+
+def check_model_options(alpha: float, routing: str | None) -> None:
+    """Validate the options every cost model shares: ``alpha`` (s) and ``routing``.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` is not a finite number >= 0.
+    TopologyError
+        ``item="routing"`` if ``routing`` is not None and not a known routing.
+
+    Examples
+    --------
+    >>> check_model_options(1e-6, "ecmp")
+    >>> check_model_options(-1.0, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be a finite number >= 0, got -1.0
+    """
+    from ..errors import TopologyError
+    from ..topology.core import ROUTINGS
+
+    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    if routing is not None and routing not in ROUTINGS:
+        raise TopologyError(f"routing must be one of {ROUTINGS}, got {routing!r}",
+                            item="routing")
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..cost.alphabeta import _check_nodes, _Evaluator, _explicit, _pair_index
-from ..cost.base import SimResult
+from ..cost.base import SimResult, check_model_options
 from ..cost.bounds import lower_bound
-from ..errors import TopologyError
 from ..schedule.ir import Op
-from ..topology.core import ROUTINGS
 from ..topology.routing import routes
 from ._flowcore import simulate
 from .depends import dependency_groups
@@ -160,12 +158,7 @@ class FlowSim:
     name: ClassVar[str] = "flow"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha)
-                and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
-        if self.routing is not None and self.routing not in ROUTINGS:
-            raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
-                                item="routing")
+        check_model_options(self.alpha, self.routing)
         rb = self.reduce_bandwidth
         if rb is not None and not (isinstance(rb, (int, float)) and rb > 0
                                    and math.isfinite(rb)):

@@ -38,10 +38,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.base import SimResult
+from ..cost.base import SimResult, check_model_options
 from ..cost.bounds import lower_bound
-from ..errors import NotSupportedError, TopologyError
-from ..topology.core import ROUTINGS
+from ..errors import NotSupportedError
 from .depends import dependency_groups
 from .flow import _step_times, transfer_routes
 
@@ -190,14 +189,12 @@ class Ns3Sim:
     name: ClassVar[str] = "ns3"
 
     def __post_init__(self) -> None:
-        if self.routing is not None and self.routing not in ROUTINGS:
-            raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
-                                item="routing")
+        check_model_options(self.alpha, self.routing)
         for k in ("segment_bytes", "queue_packets", "init_cwnd"):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) > 0):
                 raise ValueError(f"{k} must be a positive int, got {getattr(self, k)!r}")
-        if not (self.min_rto > 0 and math.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError("min_rto must be > 0 and alpha finite and >= 0")
+        if not self.min_rto > 0:
+            raise ValueError(f"min_rto must be > 0, got {self.min_rto!r}")
 
     def evaluate(self, schedule: Schedule, topology: Topology,
                  message_bytes: float) -> SimResult:

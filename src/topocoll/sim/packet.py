@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.base import SimResult
+from ..cost.base import SimResult, check_model_options
 from ..cost.bounds import lower_bound
-from ..errors import TopologyError
 from ..schedule.ir import Op
-from ..topology.core import ROUTINGS
 from ..topology.routing import routes
 from ._packetcore import packet_simulate
 from .depends import dependency_groups
@@ -221,9 +219,7 @@ class PacketSim:
                              f"got {self.mtu!r}, {self.ack_bytes!r}, {self.header_bytes!r}")
         if self.ecmp not in ("hash", "spray"):
             raise ValueError(f"ecmp must be 'hash' or 'spray', got {self.ecmp!r}")
-        if self.routing is not None and self.routing not in ROUTINGS:
-            raise TopologyError(f"routing must be one of {ROUTINGS}, got {self.routing!r}",
-                                item="routing")
+        check_model_options(self.alpha, self.routing)
         for name in ("priority", "background_priority", "ack_priority"):
             v = getattr(self, name)
             if v is None and name == "ack_priority":
@@ -240,8 +236,6 @@ class PacketSim:
                              f"{self.slow_start_gain!r}")
         if not 0 < self.dctcp_g <= 1:
             raise ValueError(f"dctcp_g must be in (0, 1], got {self.dctcp_g!r}")
-        if not (math.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
         _classes(self.drop_bytes, "drop_bytes")
         _classes(self.ecn_bytes, "ecn_bytes")
 
