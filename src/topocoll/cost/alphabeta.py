@@ -402,8 +402,9 @@ class _Evaluator:
         np.cumsum(np.bincount(tstep[who], minlength=nsteps), out=ptr[1:])
         return lat_t, slope_t, ptr
 
-    def _big_step(self, a: int, b: int) -> float:
-        """One step with more transfers than a batch: loads first, then the maximum."""
+    def _big_load(self, a: int, b: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """Link loads of one step with more transfers than a batch, accumulated batch by
+        batch (and added to :attr:`link_load`); returns the batch ranges and the loads."""
         load = np.zeros(self.num_links)
         ranges = [(x, min(x + TRANSFERS_PER_BATCH, b)) for x in range(a, b, TRANSFERS_PER_BATCH)]
         for x, y in ranges:
@@ -411,6 +412,11 @@ class _Evaluator:
             load += np.bincount(link, weights=self._bytes(x, y)[owner] * frac,
                                 minlength=self.num_links)
         self.link_load += load
+        return ranges, load
+
+    def _big_step(self, a: int, b: int) -> float:
+        """One step with more transfers than a batch: loads first, then the maximum."""
+        ranges, load = self._big_load(a, b)
         worst = 0.0
         for x, y in ranges:
             owner, link, _, lat = self._entries(x, y)
@@ -421,13 +427,7 @@ class _Evaluator:
     def _big_lines(self, a: int, b: int):
         """:meth:`lines` of one step with more transfers than a batch (loads first, then
         per-transfer lines), reduced to its upper envelope."""
-        load = np.zeros(self.num_links)
-        ranges = [(x, min(x + TRANSFERS_PER_BATCH, b)) for x in range(a, b, TRANSFERS_PER_BATCH)]
-        for x, y in ranges:
-            owner, link, frac, _ = self._entries(x, y)
-            load += np.bincount(link, weights=self._bytes(x, y)[owner] * frac,
-                                minlength=self.num_links)
-        self.link_load += load
+        ranges, load = self._big_load(a, b)
         lats, slopes = [], []
         for x, y in ranges:
             owner, link, _, lat = self._entries(x, y)
