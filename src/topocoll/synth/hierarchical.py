@@ -88,21 +88,30 @@ def _phase(b: ScheduleBuilder, dims, d: int, h: int, reduce: bool) -> None:
             st.add_many(r, peer(off), block((a + off) % n if reduce else a, range(h)), op)
 
 
+
+def _phases(b, dims, h: int, kind: str) -> None:
+    """Append the bucket scheme for ``kind``: reduce-scatter dimension by dimension
+    (``0, 1, ...``), then allgather back (``..., 1, 0``); either half alone for
+    reduce_scatter and allgather. ``b`` is a builder or anything with its
+    ``new_step``/``add_many``."""
+    if kind != "allgather":
+        for d in range(len(dims)):
+            _phase(b, dims, d, h, reduce=True)
+    if kind != "reduce_scatter":
+        for d in reversed(range(len(dims))):
+            _phase(b, dims, d, h, reduce=False)
+
+
 def _hierarchical(topology: Topology, ranks, kind: str) -> Schedule:
     group = resolve_group(topology, ranks)
     reason = hierarchical_unsupported_reason(topology, group)
     require(reason is None, f"hierarchical {kind} on {topology.name}: {reason}")
     dims = topology.dims
-    p, D = topology.num_ranks, len(dims)
+    p = topology.num_ranks
     h = 2 if any(x.kind in _RING_KINDS for x in dims) else 1
     split = p * h if kind == "allreduce" else h
     b = ScheduleBuilder(Collective(kind, group, split))
-    if kind != "allgather":
-        for d in range(D):
-            _phase(b, dims, d, h, reduce=True)
-    if kind != "reduce_scatter":
-        for d in reversed(range(D)):
-            _phase(b, dims, d, h, reduce=False)
+    _phases(b, dims, h, kind)
     return b.build(name="hierarchical",
                    meta={"dims": ",".join(f"{x.kind}({x.size})" for x in dims)})
 
