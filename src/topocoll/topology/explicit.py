@@ -7,6 +7,7 @@ strings with units (``"400Gbps"``, ``"100ns"``), parsed by :mod:`topocoll.units`
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -193,10 +194,8 @@ def _edge_fields(e: Any, tag: str) -> tuple:
 
 def _rate(value: Any, item: str) -> float:
     if isinstance(value, str):  # YAML 1.1 reads "1e9" (no dot) as a string: accept it as B/s
-        try:
+        with contextlib.suppress(ValueError):   # otherwise a unit string such as "400Gbps"
             value = float(value)
-        except ValueError:
-            pass
     try:
         v = parse_rate(value)
     except UnitError as e:
