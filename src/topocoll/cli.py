@@ -194,6 +194,12 @@ def synth(topology: TopoOpt,
                   f"{s.num_transfers} transfers", highlight=False)
 
 
+def _short(xs: list[int], limit: int = 8) -> str:
+    """``xs`` as a comma list, cut after ``limit`` items."""
+    head = ", ".join(str(x) for x in xs[:limit])
+    return head + (f", ... ({len(xs)} in all)" if len(xs) > limit else "")
+
+
 @app.command()
 @_handle_errors
 def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
@@ -206,9 +212,14 @@ def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.
     s = load_schedule(schedule)
     t = _topology(topology) if topology else None
     rep = _verify(s, t, collect=True, max_violations=max_violations)
+    idle = sorted(set(range(t.num_ranks)) - set(s.collective.ranks)) if t else []
+    if idle and not as_json:
+        err.print(f"note: the schedule's collective covers {len(s.collective.ranks)} of the "
+                  f"{t.num_ranks} ranks of {t.name}; idle ranks: {_short(idle)}",
+                  markup=False, highlight=False)
     if as_json:
         _print_json({"ok": rep.ok, "method": rep.method, "error_probability": rep.error_probability,
-                     "total_violations": rep.total_violations,
+                     "total_violations": rep.total_violations, "idle_ranks": idle,
                      "violations": [dataclasses.asdict(v) for v in rep.violations]})
     elif rep.ok:
         out.print(f"ok: {s.collective.describe()} in {s.num_steps} steps verified "

@@ -91,6 +91,15 @@ def test_synth_verify_cost_round_trip(tmp_path):
     assert "bad_rank" in r.stderr
 
 
+def test_verify_notes_idle_ranks(tmp_path):
+    f = tmp_path / "s.json"
+    run("synth", "-t", "ring:8", "-c", "allreduce", "-a", "ring", "-o", str(f))
+    r = run("verify", str(f), "-t", "ring:9")          # valid, but rank 8 takes no part
+    assert "ok" in r.stdout and "covers 8 of the 9 ranks" in r.stderr and "8" in r.stderr
+    assert json.loads(run("verify", str(f), "-t", "ring:9", "--json").stdout)["idle_ranks"] == [8]
+    assert "note" not in run("verify", str(f), "-t", "ring:8").stderr
+
+
 def test_verify_rejects_broken_file(tmp_path):
     f = tmp_path / "s.json"
     run("synth", "-t", "ring:4", "-c", "allreduce", "-o", str(f))
