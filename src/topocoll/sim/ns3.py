@@ -52,6 +52,14 @@ __all__ = ["Ns3Sim", "Ns3Run", "ns3_available"]
 
 #: Largest number of transfers (each needs its own TCP port at its destination).
 MAX_TRANSFERS = 60000
+#: Send and receive buffer of every TCP socket (bytes): the receive window limit.
+SOCKET_BUFFER = 1 << 26
+#: Bytes a data segment carries on the wire besides its payload: IPv4 20, TCP 20, the
+#: timestamp option 12 (ns-3's ``TcpSocketBase::Timestamp`` is on by default), PPP 2;
+#: also the size of a pure acknowledgement.
+WIRE_OVERHEAD = 54
+#: Congestion controls that may be named (ns-3 aborts the process on an unknown TypeId).
+CONGESTION_CONTROLS = ("TcpNewReno", "TcpLinuxReno", "TcpCubic")
 
 _DRIVER = r"""
 #include <vector>
@@ -105,6 +113,22 @@ struct Driver {
   void Begin(const std::vector<int64_t>& first) {
     for (size_t u = 0; u < first.size(); ++u)
       if (first[u] < nend[u]) Release(first[u]);
+  }
+  // fixed random streams for the per-packet ECMP choice of every node's global routing
+  int64_t AssignEcmpStreams(int64_t stream) {
+    int64_t n = 0;
+    for (uint32_t i = 0; i < nodes.GetN(); ++i) {
+      Ptr<Ipv4ListRouting> list =
+          DynamicCast<Ipv4ListRouting>(nodes.Get(i)->GetObject<Ipv4>()->GetRoutingProtocol());
+      if (!list) continue;
+      for (uint32_t j = 0; j < list->GetNRoutingProtocols(); ++j) {
+        int16_t prio = 0;
+        Ptr<Ipv4GlobalRouting> g =
+            DynamicCast<Ipv4GlobalRouting>(list->GetRoutingProtocol(j, prio));
+        if (g) n += g->AssignStreams(stream + n);
+      }
+    }
+    return n;
   }
 };
 }
@@ -171,12 +195,24 @@ class Ns3Sim:
         ``shortest`` or multipath (``ecmp``/``spray``: per-packet random ECMP in ns-3).
     alpha : float
         Per-transfer overhead (s) before the connection opens.
+    congestion_control : str
+        ns-3 TCP congestion control (``TcpL4Protocol::SocketType``), one of
+        :data:`CONGESTION_CONTROLS`. Default ``TcpNewReno``; ns-3.44's own default is
+        ``TcpCubic`` with HyStart, which :class:`~topocoll.sim.PacketSim` does not model.
+    del_ack_count, del_ack_timeout : int, float
+        ``TcpSocket::DelAckCount`` and ``DelAckTimeout`` (ns-3's defaults: 2, 200 ms).
+    seed, rng_run : int
+        ``RngSeedManager`` seed and run number. Every run sets them and assigns fixed random
+        streams to the internet stack and to every node's per-packet ECMP choice, so the
+        same inputs give the same result whatever ran before in the process.
     bound : bool
         Attach the lower bound.
 
     Notes
     -----
     See the module docstring for the scenario. ``reduce_bandwidth`` is not supported.
+    :meth:`packet_equivalent` gives the :class:`~topocoll.sim.PacketSim` configured with
+    the same transport, for cross-checks.
     """
 
     segment_bytes: int = 1448
@@ -185,12 +221,23 @@ class Ns3Sim:
     min_rto: float = 1e-3
     routing: str | None = None
     alpha: float = 0.0
+    congestion_control: str = "TcpNewReno"
+    del_ack_count: int = 2
+    del_ack_timeout: float = 0.2
+    seed: int = 1
+    rng_run: int = 1
     bound: bool = True
     name: ClassVar[str] = "ns3"
 
     def __post_init__(self) -> None:
         check_model_options(self.alpha, self.routing)
-        for k in ("segment_bytes", "queue_packets", "init_cwnd"):
+        if self.congestion_control not in CONGESTION_CONTROLS:
+            raise ValueError(f"congestion_control must be one of {CONGESTION_CONTROLS}, "
+                             f"got {self.congestion_control!r}")
+        if not self.del_ack_timeout > 0:
+            raise ValueError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}")
+        for k in ("segment_bytes", "queue_packets", "init_cwnd", "del_ack_count", "seed",
+                  "rng_run"):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) > 0):
                 raise ValueError(f"{k} must be a positive int, got {getattr(self, k)!r}")
         if not self.min_rto > 0:
@@ -200,6 +247,44 @@ class Ns3Sim:
                  message_bytes: float) -> SimResult:
         """Run in ns-3; see :meth:`run` (this returns its ``result``)."""
         return self.run(schedule, topology, message_bytes).result
+
+    def packet_equivalent(self, **overrides: Any):
+        """The :class:`~topocoll.sim.PacketSim` with the transport this scenario states.
+
+        Every parameter comes from an ns-3 attribute as :meth:`run` sets it (or from its
+        ns-3.44 default), not from a comparison of results; ``docs/design-sim.md`` lists
+        them with their sources. Only for ``congestion_control='TcpNewReno'``.
+
+        Examples
+        --------
+        >>> p = Ns3Sim().packet_equivalent()
+        >>> p.mtu, p.header_bytes, p.del_ack, p.slow_start_gain, p.ack_priority
+        (1448, 54, 2, 1.0, None)
+        """
+        from .packet import PacketSim
+
+        if self.congestion_control != "TcpNewReno":
+            raise NotSupportedError(f"PacketSim models NewReno-style slow start and "
+                                    f"halving, not {self.congestion_control}")
+        wire = self.segment_bytes + WIRE_OVERHEAD
+        kw: dict[str, Any] = dict(
+            mtu=self.segment_bytes,                 # TcpSocket::SegmentSize
+            header_bytes=WIRE_OVERHEAD, ack_bytes=WIRE_OVERHEAD,
+            init_cwnd=float(self.init_cwnd),        # TcpSocket::InitialCwnd
+            max_cwnd=float(SOCKET_BUFFER // self.segment_bytes),  # RcvBufSize window
+            slow_start_gain=1.0,                    # TcpNewReno::SlowStart: +1 MSS per ack
+            del_ack=self.del_ack_count, del_ack_timeout=self.del_ack_timeout,
+            dupthresh=3,                            # TcpSocketBase::ReTxThreshold
+            rto=self.min_rto, rto_granularity=1e-3,  # MinRto, ClockGranularity (RFC 6298)
+            handshake=True,                         # three-way handshake per connection
+            ack_priority=None,                      # one FIFO device queue per port
+            ecn_bytes=math.inf,                     # TcpSocketBase::UseEcn = Off
+            drop_bytes=float(self.queue_packets * wire),  # DropTailQueue MaxSize
+            buffer_bytes=math.inf,                  # no shared switch buffer
+            ecmp="spray",                           # RandomEcmpRouting: per packet
+            routing=self.routing, alpha=self.alpha, seed=self.seed, bound=self.bound)
+        kw.update(overrides)
+        return PacketSim(**kw)
 
     def run(self, schedule: Schedule, topology: Topology, message_bytes: float) -> Ns3Run:
         """Build the scenario in ns-3, run it and collect per-transfer times.
@@ -224,19 +309,27 @@ class Ns3Sim:
             schedule, topology, routing, schedule.collective.chunk_bytes(message_bytes))
         ns = _ns()
         t0 = time.perf_counter()
+        ns.RngSeedManager.SetSeed(self.seed)
+        ns.RngSeedManager.SetRun(self.rng_run)
+        ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(
+            ns.TypeId.LookupByName(f"ns3::{self.congestion_control}")))
+        ns.Config.SetDefault("ns3::TcpSocket::DelAckCount", ns.UintegerValue(self.del_ack_count))
+        ns.Config.SetDefault("ns3::TcpSocket::DelAckTimeout",
+                             ns.TimeValue(ns.Seconds(self.del_ack_timeout)))
         ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting",
                              ns.BooleanValue(routing != "shortest"))
         ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(self.segment_bytes))
         ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(self.init_cwnd))
-        ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 26))
-        ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 26))
+        ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(SOCKET_BUFFER))
+        ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(SOCKET_BUFFER))
         ns.Config.SetDefault("ns3::TcpSocketBase::MinRto",
                              ns.TimeValue(ns.Seconds(self.min_rto)))
         ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize",
                              ns.QueueSizeValue(ns.QueueSize(f"{self.queue_packets}p")))
         d = ns.cppyy.gbl.topocoll_ns3.Driver()
         d.nodes.Create(topology.num_nodes)
-        ns.InternetStackHelper().Install(d.nodes)
+        stack = ns.InternetStackHelper()
+        stack.Install(d.nodes)
         p2p = ns.PointToPointHelper()
         ipv4 = ns.Ipv4AddressHelper()
         tch = ns.TrafficControlHelper()
@@ -253,6 +346,8 @@ class Ns3Sim:
                 if addr[node] is None:
                     addr[node] = ifs.GetAddress(k)
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+        n_streams = int(stack.AssignStreams(d.nodes, 0))
+        d.AssignEcmpStreams(n_streams)
         T = schedule.num_transfers
         dep = dependency_groups(schedule, topology.num_nodes)
         for name, arr in (("src", schedule.src), ("dst", schedule.dst),
