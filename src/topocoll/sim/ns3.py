@@ -19,9 +19,13 @@ its sink has received all bytes. The dependency rule of :mod:`topocoll.sim.depen
 implemented by a small C++ driver (compiled at run time by cppyy), which starts each
 released transfer ``alpha`` later.
 
-Differences from :class:`~topocoll.sim.PacketSim` that remain: TCP NewReno with a
-three-way handshake per transfer and delayed acknowledgements, acknowledgements that
-share the links with data, no shared switch buffers, no priorities, no ECN.
+Transport: TCP NewReno (set explicitly; ns-3.44's default is CUBIC with HyStart), SACK,
+timestamps, delayed acknowledgements every ``del_ack_count`` segments, no ECN, no
+priorities, no shared switch buffers. Every run seeds ns-3's generator (``seed``,
+``rng_run``) and assigns fixed random streams, so the per-packet ECMP draws, and the
+result, do not depend on what ran before in the process. :meth:`Ns3Sim.packet_equivalent`
+gives the :class:`~topocoll.sim.PacketSim` with the same stated transport; what still
+differs is listed in ``docs/design-sim.md``.
 
 References
 ----------
