@@ -71,7 +71,7 @@ namespace topocoll_ns3 {
 using namespace ns3;
 struct Driver {
   std::vector<int64_t> src, dst, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel;
-  std::vector<uint64_t> bytes, rx;
+  std::vector<uint64_t> bytes, rx, qmax, txbytes;
   std::vector<double> start, finish;
   std::vector<Ipv4Address> addr;
   NodeContainer nodes;
@@ -82,6 +82,19 @@ struct Driver {
     d->rx_events++;
     d->rx[t] += p->GetSize();
     if (d->rx[t] >= d->bytes[t] && std::isnan(d->finish[t])) d->Finish(t);
+  }
+  static void OnQueue(Driver* d, int64_t l, uint32_t before, uint32_t now) {
+    if (now > d->qmax[l]) d->qmax[l] = now;
+  }
+  static void OnTxEnd(Driver* d, int64_t l, Ptr<const Packet> p) {
+    d->txbytes[l] += p->GetSize();
+  }
+  // per-link statistics: peak device-queue occupancy (bytes) and bytes sent
+  void Watch(Ptr<NetDevice> dev, int64_t l) {
+    Ptr<PointToPointNetDevice> pd = DynamicCast<PointToPointNetDevice>(dev);
+    pd->GetQueue()->TraceConnectWithoutContext(
+        "BytesInQueue", MakeBoundCallback(&Driver::OnQueue, this, l));
+    pd->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&Driver::OnTxEnd, this, l));
   }
   void Release(int64_t g) {
     for (int64_t j = rptr[g]; j < rptr[g + 1]; ++j) Launch(rel[j]);
@@ -171,7 +184,10 @@ def _ns():
 @dataclass(frozen=True, eq=False)
 class Ns3Run:
     """Result of an ns-3 run: ``result`` (with per-transfer times), ``wall_s`` (time spent
-    in ``Simulator::Run``), ``setup_s`` (building the scenario), ``rx_events``."""
+    in ``Simulator::Run``), ``setup_s`` (building the scenario), ``rx_events``, and in
+    ``stats`` per topology link ``queue_peak`` (largest device-queue occupancy in bytes,
+    not counting the packet being sent) and ``link_bytes`` (bytes sent, headers
+    included)."""
 
     result: SimResult
     wall_s: float
@@ -338,6 +354,10 @@ class Ns3Sim:
         ipv4 = ns.Ipv4AddressHelper()
         tch = ns.TrafficControlHelper()
         addr: list[Any] = [None] * topology.num_nodes
+        link_ids = _cable_links(topology, cables)
+        for _ in range(len(topology.links)):
+            d.qmax.push_back(0)
+            d.txbytes.push_back(0)
         for i, (u, v, bw, la) in enumerate(cables):
             p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(bw * 8))))
             p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(la * 1e9)))))
@@ -346,6 +366,8 @@ class Ns3Sim:
                                         f"{(i % 64) * 4}"), ns.Ipv4Mask("255.255.255.252"))
             ifs = ipv4.Assign(devs)
             tch.Uninstall(devs)
+            d.Watch(devs.Get(0), link_ids[i][0])
+            d.Watch(devs.Get(1), link_ids[i][1])
             for node, k in ((u, 0), (v, 1)):
                 if addr[node] is None:
                     addr[node] = ifs.GetAddress(k)
@@ -380,6 +402,9 @@ class Ns3Sim:
         start = np.array(list(d.start), dtype=np.float64)
         finish = np.array(list(d.finish), dtype=np.float64)
         rx_events = int(d.rx_events)
+        stats = {"wall_s": t2 - t1,
+                 "queue_peak": np.array(list(d.qmax), dtype=np.float64),
+                 "link_bytes": np.array(list(d.txbytes), dtype=np.float64)}
         ns.Simulator.Destroy()
         if T and np.isnan(finish).any():
             k = int(np.flatnonzero(np.isnan(finish))[0])
@@ -392,7 +417,7 @@ class Ns3Sim:
                         self.name, float(message_bytes), schedule.collective.kind,
                         schedule.collective.num_ranks, bound,
                         transfer_start=start, transfer_finish=finish)
-        return Ns3Run(res, t2 - t1, t1 - t0, rx_events, {"wall_s": t2 - t1})
+        return Ns3Run(res, t2 - t1, t1 - t0, rx_events, stats)
 
 
 def _cables(topology: Topology) -> list[tuple[int, int, float, float]]:
@@ -417,3 +442,15 @@ def _cables(topology: Topology) -> list[tuple[int, int, float, float]]:
         raise NotSupportedError("ns3 backend: every link needs an opposite link "
                                 "(self-loops and unpaired links are not supported)")
     return cables
+
+
+def _cable_links(topology: Topology, cables) -> list[tuple[int, int]]:
+    """Topology link ids ``(u -> v, v -> u)`` of every cable of :func:`_cables`."""
+    pool: dict[tuple[int, int, float, float], list[int]] = {}
+    for i in range(len(topology.link_src)):
+        key = (int(topology.link_src[i]), int(topology.link_dst[i]),
+               float(topology.link_bandwidth[i]), float(topology.link_latency[i]))
+        pool.setdefault(key, []).append(i)
+    for ids in pool.values():
+        ids.reverse()
+    return [(pool[(u, v, b, la)].pop(), pool[(v, u, b, la)].pop()) for u, v, b, la in cables]
