@@ -153,7 +153,8 @@ class PacketSim:
         once. Every acknowledgement carries the cumulative acknowledgement and the
         sequence number of the packet that triggered it (selective).
     del_ack_timeout : float
-        Delayed-acknowledgement timer in seconds.
+        Delayed-acknowledgement timer in seconds (default 200 ms, ns-3's
+        ``DelAckTimeout``; RFC 1122 allows at most 500 ms).
     dctcp_g : float
         DCTCP's gain for the marked-fraction average.
     alpha, reduce_bandwidth : float
@@ -219,7 +220,7 @@ class PacketSim:
     handshake: bool = False
     slow_start_gain: float = 1.0
     del_ack: int = 1
-    del_ack_timeout: float = 200e-6
+    del_ack_timeout: float = 0.2
     rto_granularity: float | None = None
     dctcp_g: float = 1 / 16
     alpha: float = 0.0
