@@ -9,8 +9,9 @@ Cases (targets from issue 6, each < 10 s):
 - ring allreduce of 1 GiB on a 1024-rank 1-D ring;
 - 1,000 concurrent flows (random pairs, 1-16 chunks of 1 MiB, seed 0) on a 128-server
   k=8 fat-tree with ECMP;
-- bidirectional ring and hierarchical allreduce of 1 GiB on a 32x32 torus (Swing lives in
-  another branch; these are the 32x32-torus schedules that exist here).
+- Swing allreduce (bandwidth-optimal, multiport: ``synth.registry`` name ``swing``) of
+  1 GiB on a 32x32 torus;
+- bidirectional ring and hierarchical allreduce of 1 GiB on the same torus (for scale).
 
 numba kernels are compiled (and cached) on a tiny case before timing. Synthesis time is
 reported separately from simulation time (the ``FlowSim.evaluate`` path: no rate log);
@@ -54,6 +55,7 @@ def _random_flows(topo, n_flows: int, seed: int):
 
 def cases(quick: bool):
     from topocoll.synth.hierarchical import hierarchical_allreduce
+    from topocoll.synth.registry import find_synthesizer
     from topocoll.synth.ring import bidirectional_ring_allreduce, ring_allreduce
     from topocoll.topology import ring, torus
     from topocoll.topology.spec import parse_spec
@@ -66,7 +68,8 @@ def cases(quick: bool):
     yield ("1,000 random flows (ECMP)", "fat-tree k=8 (128 servers)",
            lambda: parse_spec("fattree:k=8,bw=100Gbps,lat=1us,routing=ecmp"),
            lambda t: _random_flows(t, 1000, 0), 16 * 2.0**20)
-    for name, syn in (("bidirectional ring allreduce 1 GiB", bidirectional_ring_allreduce),
+    for name, syn in (("Swing allreduce 1 GiB", find_synthesizer("swing", "allreduce")),
+                      ("bidirectional ring allreduce 1 GiB", bidirectional_ring_allreduce),
                       ("hierarchical allreduce 1 GiB", hierarchical_allreduce)):
         yield (name, f"torus {side}x{side}",
                lambda: torus((side, side), bandwidth=50e9, latency=1e-6), syn, GiB)

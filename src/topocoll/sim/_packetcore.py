@@ -12,10 +12,12 @@ import numpy as np
 from .depends import finish_transfer
 from .events import heap_pop, heap_push
 
-INJECT, TXDONE, ARRIVE, ACK, RTO, DONE, ZERO = 0, 1, 2, 3, 4, 5, 6
+INJECT, TXDONE, ARRIVE, ACK, RTO, DONE, ZERO, DELACK = 0, 1, 2, 3, 4, 5, 6, 7
 SH = 3
 # packet pool columns
-PF, PS, PN, PB, PE, PX, PK, PC = 0, 1, 2, 3, 4, 5, 6, 7  # PK: ack flag, PC: class
+PF, PS, PN, PB, PE, PX, PK, PC, PA = 0, 1, 2, 3, 4, 5, 6, 7, 8
+# PK: packet kind, PC: class, PA: cumulative acknowledgement carried by an ack
+NCOL = 9
 # packet states at the sender
 UNSENT, INFLIGHT, ACKED, LOST = 0, 1, 2, 3
 
@@ -61,7 +63,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     reduce, reduce_bw, alpha, gsrc, gdst, gnode, count, nfirst, nend, rptr,
                     rel, lsrc, ldst, cap, llat, fwd, buf_cap, drop_b, ecn_b, mtu, header,
                     cwnd0, max_cwnd, rto, g, spray, seed, bin_w, num_classes, dupthresh,
-                    handshake, ss_gain):
+                    handshake, ss_gain, del_ack, del_ack_timeout, rto_gran):
     np.random.seed(seed)
     F, L, N, C = len(nbytes), len(cap), len(fwd), num_classes
     npk = np.zeros(F, np.int64)
@@ -90,6 +92,15 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
     marked_w = np.zeros(F, np.int64)
     cut_end = np.zeros(F, np.int64)
     armed = np.zeros(F, np.bool_)
+    # receiver: first missing packet, in-order packets not yet acknowledged, their timer
+    rcum = np.zeros(F, np.int64)
+    rhigh = np.zeros(F, np.int64)
+    dpend = np.zeros(F, np.int64)
+    dtime = np.full(F, -1.0)
+    # sender: RFC 6298 round-trip estimate and timeout (fixed at rto if rto_gran < 0)
+    srtt = np.zeros(F)
+    rttvar = np.zeros(F)
+    rto_f = np.full(F, rto)
     cnt = count.copy()
     nxt = nfirst.copy()
     nofifo = np.zeros(0, np.int64)  # every release goes through the heap here
@@ -99,7 +110,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
     ht, hs, hk = np.empty(hcap), np.empty(hcap, np.int64), np.empty(hcap, np.int64)
     hsize, seq = 0, 0
     pcap = 4096
-    P = np.zeros((pcap, 8), np.int64)
+    P = np.zeros((pcap, NCOL), np.int64)
     free = np.arange(pcap - 1, -1, -1).astype(np.int64)
     nfree = pcap
     qh = np.full(L * C, -1, np.int64)
@@ -127,10 +138,11 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                 seq += 1
     now, tlast = 0.0, 0.0
     while hsize > 0:
-        # outstanding events <= 2 per flow + 1 per link + 1 per live packet; one event
-        # adds at most F + L of them (releases, and TXDONE on idle links)
-        if len(ht) < hsize + 2 * F + 2 * L + len(P) + 64:
-            hn = 2 * (hsize + 2 * F + 2 * L + len(P) + 64)
+        # outstanding events <= 3 per flow (start or timeout, done, delayed-ack timer) + 1
+        # per link + 1 per live packet; one event adds at most F + L of them (releases,
+        # and TXDONE on idle links)
+        if len(ht) < hsize + 3 * F + 2 * L + len(P) + 64:
+            hn = 2 * (hsize + 3 * F + 2 * L + len(P) + 64)
             ht2, hs2, hk2 = np.empty(hn), np.empty(hn, np.int64), np.empty(hn, np.int64)
             ht2[:hsize], hs2[:hsize], hk2[:hsize] = ht[:hsize], hs[:hsize], hk[:hsize]
             ht, hs, hk = ht2, hs2, hk2
@@ -187,21 +199,47 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                 if pk == 3:
                     free[nfree] = p
                     nfree += 1
+                    if rto_gran >= 0.0:  # the connection set-up gives the first sample
+                        _rtt_sample(f, now - start[f] - alpha, srtt, rttvar, rto_f, rto,
+                                    rto_gran)
                     hsize, seq, nfree, P, free = _try_send(
                         f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st,
-                        sent_t, cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header,
+                        sent_t, cwnd, inflight, next_new, cum, pend, armed, rto_f, mtu, header,
                         nbytes, P, free, nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin,
                         b, ht, hs, hk, hsize, seq, stats, C)
                     continue
                 if pk == 0:
-                    k = off[f] + P[p, PS]
+                    s = P[p, PS]
+                    k = off[f] + s
+                    gap = s != rcum[f] or rhigh[f] > rcum[f]
                     if not rcv[k]:
                         rcv[k] = True
                         nrcv[f] += 1
                         if nrcv[f] == npk[f]:
                             delivered = f
-                # data turns into its selective acknowledgement (echoing its ECN mark), a
-                # request into its answer; both go back on the reverse route, class acls[f]
+                    rhigh[f] = max(rhigh[f], s + 1)
+                    while rcum[f] < npk[f] and rcv[off[f] + rcum[f]]:
+                        rcum[f] += 1
+                    # delayed acknowledgement (RFC 1122/5681): in-order data is acked every
+                    # del_ack packets or at the timer; out-of-order data, data that fills a
+                    # gap and the last packet are acked at once
+                    dpend[f] += 1
+                    if not gap and dpend[f] < del_ack and delivered != f \
+                            and rcum[f] < npk[f]:
+                        free[nfree] = p
+                        nfree += 1
+                        if dtime[f] < 0.0:
+                            dtime[f] = now + del_ack_timeout
+                            hsize = heap_push(ht, hs, hk, hsize, dtime[f], seq,
+                                              (f << SH) | DELACK)
+                            seq += 1
+                        continue
+                    dpend[f] = 0
+                    dtime[f] = -1.0
+                    P[p, PA] = rcum[f]
+                # data turns into its selective acknowledgement (echoing its ECN mark and
+                # carrying the cumulative ack), a request into its answer; both go back on
+                # the reverse route, class acls[f]
                 P[p, PK] = 1 if pk == 0 else 3
                 P[p, PB] = ack_bytes
                 P[p, PC] = acls[f]
@@ -234,20 +272,34 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                                           busy, cap, qmax, qbin, b, ht, hs, hk, hsize, seq)
         elif kind == ACK:
             p = i
-            f, s, ecn = P[p, PF], P[p, PS], P[p, PE]
+            f, s, ecn, ca = P[p, PF], P[p, PS], P[p, PE], P[p, PA]
             free[nfree] = p
             nfree += 1
             k = off[f] + s
-            if st[k] != ACKED:
+            newly = 0
+            for s2 in range(cum[f], ca):  # cumulative part
+                k2 = off[f] + s2
+                if st[k2] != ACKED:
+                    if st[k2] == INFLIGHT:
+                        inflight[f] -= 1
+                    elif st[k2] == LOST:
+                        pend[f] -= 1
+                    st[k2] = ACKED
+                    newly += 1
+            if st[k] != ACKED:  # selective part
                 if st[k] == INFLIGHT:
                     inflight[f] -= 1
                 elif st[k] == LOST:
                     pend[f] -= 1
                 st[k] = ACKED
-                nacked[f] += 1
-                acked_w[f] += 1
+                newly += 1
+            if newly > 0:
+                nacked[f] += newly
+                acked_w[f] += newly
                 if ecn:
-                    marked_w[f] += 1
+                    marked_w[f] += newly
+                if rto_gran >= 0.0:
+                    _rtt_sample(f, now - sent_t[k], srtt, rttvar, rto_f, rto, rto_gran)
                 while cum[f] < npk[f] and st[off[f] + cum[f]] == ACKED:
                     cum[f] += 1
                 # selective-ack loss detection: dupthresh later packets acked
@@ -264,7 +316,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     cwnd[f] = max(1.0, cwnd[f] * factor)
                     ssthresh[f] = cwnd[f]
                     cut_end[f] = next_new[f]
-                elif not ecn:
+                elif not ecn:  # once per acknowledgement, however many packets it acks
                     cwnd[f] += ss_gain if cwnd[f] < ssthresh[f] else 1.0 / cwnd[f]
                     cwnd[f] = min(cwnd[f], max_cwnd[f])
                 if cum[f] >= wnd_end[f]:
@@ -275,7 +327,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
             if nacked[f] < npk[f]:
                 hsize, seq, nfree, P, free = _try_send(
                     f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st,
-                    sent_t, cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header,
+                    sent_t, cwnd, inflight, next_new, cum, pend, armed, rto_f, mtu, header,
                     nbytes, P, free, nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin, b,
                     ht, hs, hk, hsize, seq, stats, C)
         elif kind == RTO:
@@ -287,7 +339,7 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                 for s2 in range(cum[f], next_new[f]):
                     k2 = off[f] + s2
                     if st[k2] == INFLIGHT:
-                        if sent_t[k2] <= now - rto * (1 - 1e-9):
+                        if sent_t[k2] <= now - rto_f[f] * (1 - 1e-9):
                             st[k2] = LOST
                             inflight[f] -= 1
                             pend[f] += 1
@@ -300,12 +352,12 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
                     cwnd[f] = 1.0
                 hsize, seq, nfree, P, free = _try_send(
                     f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st,
-                    sent_t, cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header,
+                    sent_t, cwnd, inflight, next_new, cum, pend, armed, rto_f, mtu, header,
                     nbytes, P, free, nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin, b,
                     ht, hs, hk, hsize, seq, stats, C)
                 if not armed[f] and inflight[f] > 0:
                     armed[f] = True
-                    at = oldest + rto if oldest < np.inf else now + rto
+                    at = oldest + rto_f[f] if oldest < np.inf else now + rto_f[f]
                     hsize = heap_push(ht, hs, hk, hsize, at, seq, (f << SH) | RTO)
                     seq += 1
         elif kind == INJECT:
@@ -324,11 +376,25 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
             else:
                 hsize, seq, nfree, P, free = _try_send(
                     f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st,
-                    sent_t, cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header,
+                    sent_t, cwnd, inflight, next_new, cum, pend, armed, rto_f, mtu, header,
                     nbytes, P, free, nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin, b,
                     ht, hs, hk, hsize, seq, stats, C)
         elif kind == ZERO:
             delivered = i
+        elif kind == DELACK:
+            f = i
+            if dpend[f] > 0 and dtime[f] == now:
+                # the delayed-ack timer expired: acknowledge the in-order data received
+                p, P, free, nfree = _alloc(P, free, nfree)
+                P[p, PF], P[p, PS], P[p, PN], P[p, PB], P[p, PE] = f, rcum[f] - 1, fdst[f], \
+                    ack_bytes, 0
+                P[p, PK], P[p, PC], P[p, PA] = 1, acls[f], rcum[f]
+                dpend[f] = 0
+                dtime[f] = -1.0
+                l = _next_link(f, fdst[f], bptr, blink, bfrac, lsrc, spray, seed)
+                hsize, seq = _enqueue(p, l, l * C + acls[f], ack_bytes, now, P, qh, qt, qb, pb,
+                                      nodebuf, lsrc, busy, cap, qmax, qbin, b, ht, hs, hk,
+                                      hsize, seq)
         elif kind == DONE:
             hsize, seq, _ = finish_transfer(i, now, alpha, gsrc, gdst, gnode, cnt, nxt, nend,
                                             rptr, rel, start, finish, ht, hs, hk, hsize, seq,
@@ -379,7 +445,7 @@ def _alloc(P, free, nfree):
     """Take a packet slot from the free list, doubling the pool when it is empty."""
     if nfree == 0:
         n = len(P)
-        P2 = np.zeros((2 * n, P.shape[1]), np.int64)
+        P2 = np.zeros((2 * n, NCOL), np.int64)
         P2[:n] = P
         P = P2
         free2 = np.empty(2 * n, np.int64)
@@ -392,7 +458,7 @@ def _alloc(P, free, nfree):
 
 @numba.njit(cache=True)
 def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, st, sent_t,
-              cwnd, inflight, next_new, cum, pend, armed, rto, mtu, header, nbytes, P, free,
+              cwnd, inflight, next_new, cum, pend, armed, rto_f, mtu, header, nbytes, P, free,
               nfree, qh, qt, qb, pb, nodebuf, busy, cap, qmax, qbin, b, ht, hs, hk, hsize, seq,
               stats, C):
     """Send while the window allows: lost packets first (lowest sequence), then new."""
@@ -417,7 +483,7 @@ def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, s
         p, P, free, nfree = _alloc(P, free, nfree)
         payload = min(mtu, int(nbytes[f]) - s * mtu)
         P[p, PF], P[p, PS], P[p, PN], P[p, PB], P[p, PE] = f, s, fsrc[f], payload + header, 0
-        P[p, PK] = 0
+        P[p, PK], P[p, PA] = 0, 0
         P[p, PC] = cls[f]
         stats[1] += 1
         l = _next_link(f, fsrc[f], ptr, link, frac, lsrc, spray, seed)
@@ -426,6 +492,19 @@ def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, s
                               hsize, seq)
     if not armed[f] and inflight[f] > 0:
         armed[f] = True
-        hsize = heap_push(ht, hs, hk, hsize, now + rto, seq, (f << SH) | RTO)
+        hsize = heap_push(ht, hs, hk, hsize, now + rto_f[f], seq, (f << SH) | RTO)
         seq += 1
     return hsize, seq, nfree, P, free
+
+
+@numba.njit(cache=True, inline="always")
+def _rtt_sample(f, r, srtt, rttvar, rto_f, rto_min, gran):
+    """RFC 6298 estimator: ``srtt``, ``rttvar`` and ``RTO = max(rto_min, srtt +
+    max(G, 4 rttvar))`` after a round-trip sample ``r``."""
+    if srtt[f] == 0.0:
+        srtt[f] = r
+        rttvar[f] = r / 2.0
+    else:
+        rttvar[f] = 0.75 * rttvar[f] + 0.25 * abs(srtt[f] - r)
+        srtt[f] = 0.875 * srtt[f] + 0.125 * r
+    rto_f[f] = max(rto_min, srtt[f] + max(gran, 4.0 * rttvar[f]))

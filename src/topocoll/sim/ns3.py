@@ -19,9 +19,13 @@ its sink has received all bytes. The dependency rule of :mod:`topocoll.sim.depen
 implemented by a small C++ driver (compiled at run time by cppyy), which starts each
 released transfer ``alpha`` later.
 
-Differences from :class:`~topocoll.sim.PacketSim` that remain: TCP NewReno with a
-three-way handshake per transfer and delayed acknowledgements, acknowledgements that
-share the links with data, no shared switch buffers, no priorities, no ECN.
+Transport: TCP NewReno (set explicitly; ns-3.44's default is CUBIC with HyStart), SACK,
+timestamps, delayed acknowledgements every ``del_ack_count`` segments, no ECN, no
+priorities, no shared switch buffers. Every run seeds ns-3's generator (``seed``,
+``rng_run``) and assigns fixed random streams, so the per-packet ECMP draws, and the
+result, do not depend on what ran before in the process. :meth:`Ns3Sim.packet_equivalent`
+gives the :class:`~topocoll.sim.PacketSim` with the same stated transport; what still
+differs is listed in ``docs/design-sim.md``.
 
 References
 ----------
@@ -52,6 +56,14 @@ __all__ = ["Ns3Sim", "Ns3Run", "ns3_available"]
 
 #: Largest number of transfers (each needs its own TCP port at its destination).
 MAX_TRANSFERS = 60000
+#: Send and receive buffer of every TCP socket (bytes): the receive window limit.
+SOCKET_BUFFER = 1 << 26
+#: Bytes a data segment carries on the wire besides its payload: IPv4 20, TCP 20, the
+#: timestamp option 12 (ns-3's ``TcpSocketBase::Timestamp`` is on by default), PPP 2;
+#: also the size of a pure acknowledgement.
+WIRE_OVERHEAD = 54
+#: Congestion controls that may be named (ns-3 aborts the process on an unknown TypeId).
+CONGESTION_CONTROLS = ("TcpNewReno", "TcpLinuxReno", "TcpCubic")
 
 _DRIVER = r"""
 #include <vector>
@@ -59,7 +71,7 @@ namespace topocoll_ns3 {
 using namespace ns3;
 struct Driver {
   std::vector<int64_t> src, dst, gsrc, gdst, gnode, cnt, nxt, nend, rptr, rel;
-  std::vector<uint64_t> bytes, rx;
+  std::vector<uint64_t> bytes, rx, qmax, txbytes;
   std::vector<double> start, finish;
   std::vector<Ipv4Address> addr;
   NodeContainer nodes;
@@ -70,6 +82,19 @@ struct Driver {
     d->rx_events++;
     d->rx[t] += p->GetSize();
     if (d->rx[t] >= d->bytes[t] && std::isnan(d->finish[t])) d->Finish(t);
+  }
+  static void OnQueue(Driver* d, int64_t l, uint32_t before, uint32_t now) {
+    if (now > d->qmax[l]) d->qmax[l] = now;
+  }
+  static void OnTxEnd(Driver* d, int64_t l, Ptr<const Packet> p) {
+    d->txbytes[l] += p->GetSize();
+  }
+  // per-link statistics: peak device-queue occupancy (bytes) and bytes sent
+  void Watch(Ptr<NetDevice> dev, int64_t l) {
+    Ptr<PointToPointNetDevice> pd = DynamicCast<PointToPointNetDevice>(dev);
+    pd->GetQueue()->TraceConnectWithoutContext(
+        "BytesInQueue", MakeBoundCallback(&Driver::OnQueue, this, l));
+    pd->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&Driver::OnTxEnd, this, l));
   }
   void Release(int64_t g) {
     for (int64_t j = rptr[g]; j < rptr[g + 1]; ++j) Launch(rel[j]);
@@ -105,6 +130,22 @@ struct Driver {
   void Begin(const std::vector<int64_t>& first) {
     for (size_t u = 0; u < first.size(); ++u)
       if (first[u] < nend[u]) Release(first[u]);
+  }
+  // fixed random streams for the per-packet ECMP choice of every node's global routing
+  int64_t AssignEcmpStreams(int64_t stream) {
+    int64_t n = 0;
+    for (uint32_t i = 0; i < nodes.GetN(); ++i) {
+      Ptr<Ipv4ListRouting> list =
+          DynamicCast<Ipv4ListRouting>(nodes.Get(i)->GetObject<Ipv4>()->GetRoutingProtocol());
+      if (!list) continue;
+      for (uint32_t j = 0; j < list->GetNRoutingProtocols(); ++j) {
+        int16_t prio = 0;
+        Ptr<Ipv4GlobalRouting> g =
+            DynamicCast<Ipv4GlobalRouting>(list->GetRoutingProtocol(j, prio));
+        if (g) n += g->AssignStreams(stream + n);
+      }
+    }
+    return n;
   }
 };
 }
@@ -143,7 +184,10 @@ def _ns():
 @dataclass(frozen=True, eq=False)
 class Ns3Run:
     """Result of an ns-3 run: ``result`` (with per-transfer times), ``wall_s`` (time spent
-    in ``Simulator::Run``), ``setup_s`` (building the scenario), ``rx_events``."""
+    in ``Simulator::Run``), ``setup_s`` (building the scenario), ``rx_events``, and in
+    ``stats`` per topology link ``queue_peak`` (largest device-queue occupancy in bytes,
+    not counting the packet being sent) and ``link_bytes`` (bytes sent, headers
+    included)."""
 
     result: SimResult
     wall_s: float
@@ -171,12 +215,24 @@ class Ns3Sim:
         ``shortest`` or multipath (``ecmp``/``spray``: per-packet random ECMP in ns-3).
     alpha : float
         Per-transfer overhead (s) before the connection opens.
+    congestion_control : str
+        ns-3 TCP congestion control (``TcpL4Protocol::SocketType``), one of
+        :data:`CONGESTION_CONTROLS`. Default ``TcpNewReno``; ns-3.44's own default is
+        ``TcpCubic`` with HyStart, which :class:`~topocoll.sim.PacketSim` does not model.
+    del_ack_count, del_ack_timeout : int, float
+        ``TcpSocket::DelAckCount`` and ``DelAckTimeout`` (ns-3's defaults: 2, 200 ms).
+    seed, rng_run : int
+        ``RngSeedManager`` seed and run number. Every run sets them and assigns fixed random
+        streams to the internet stack and to every node's per-packet ECMP choice, so the
+        same inputs give the same result whatever ran before in the process.
     bound : bool
         Attach the lower bound.
 
     Notes
     -----
     See the module docstring for the scenario. ``reduce_bandwidth`` is not supported.
+    :meth:`packet_equivalent` gives the :class:`~topocoll.sim.PacketSim` configured with
+    the same transport, for cross-checks.
     """
 
     segment_bytes: int = 1448
@@ -185,12 +241,23 @@ class Ns3Sim:
     min_rto: float = 1e-3
     routing: str | None = None
     alpha: float = 0.0
+    congestion_control: str = "TcpNewReno"
+    del_ack_count: int = 2
+    del_ack_timeout: float = 0.2
+    seed: int = 1
+    rng_run: int = 1
     bound: bool = True
     name: ClassVar[str] = "ns3"
 
     def __post_init__(self) -> None:
         check_model_options(self.alpha, self.routing)
-        for k in ("segment_bytes", "queue_packets", "init_cwnd"):
+        if self.congestion_control not in CONGESTION_CONTROLS:
+            raise ValueError(f"congestion_control must be one of {CONGESTION_CONTROLS}, "
+                             f"got {self.congestion_control!r}")
+        if not self.del_ack_timeout > 0:
+            raise ValueError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}")
+        for k in ("segment_bytes", "queue_packets", "init_cwnd", "del_ack_count", "seed",
+                  "rng_run"):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) > 0):
                 raise ValueError(f"{k} must be a positive int, got {getattr(self, k)!r}")
         if not self.min_rto > 0:
@@ -200,6 +267,44 @@ class Ns3Sim:
                  message_bytes: float) -> SimResult:
         """Run in ns-3; see :meth:`run` (this returns its ``result``)."""
         return self.run(schedule, topology, message_bytes).result
+
+    def packet_equivalent(self, **overrides: Any):
+        """The :class:`~topocoll.sim.PacketSim` with the transport this scenario states.
+
+        Every parameter comes from an ns-3 attribute as :meth:`run` sets it (or from its
+        ns-3.44 default), not from a comparison of results; ``docs/design-sim.md`` lists
+        them with their sources. Only for ``congestion_control='TcpNewReno'``.
+
+        Examples
+        --------
+        >>> p = Ns3Sim().packet_equivalent()
+        >>> p.mtu, p.header_bytes, p.del_ack, p.slow_start_gain, p.ack_priority
+        (1448, 54, 2, 1.0, None)
+        """
+        from .packet import PacketSim
+
+        if self.congestion_control != "TcpNewReno":
+            raise NotSupportedError(f"PacketSim models NewReno-style slow start and "
+                                    f"halving, not {self.congestion_control}")
+        wire = self.segment_bytes + WIRE_OVERHEAD
+        kw: dict[str, Any] = dict(
+            mtu=self.segment_bytes,                 # TcpSocket::SegmentSize
+            header_bytes=WIRE_OVERHEAD, ack_bytes=WIRE_OVERHEAD,
+            init_cwnd=float(self.init_cwnd),        # TcpSocket::InitialCwnd
+            max_cwnd=float(SOCKET_BUFFER // self.segment_bytes),  # RcvBufSize window
+            slow_start_gain=1.0,                    # TcpNewReno::SlowStart: +1 MSS per ack
+            del_ack=self.del_ack_count, del_ack_timeout=self.del_ack_timeout,
+            dupthresh=3,                            # TcpSocketBase::ReTxThreshold
+            rto=self.min_rto, rto_granularity=1e-3,  # MinRto, ClockGranularity (RFC 6298)
+            handshake=True,                         # three-way handshake per connection
+            ack_priority=None,                      # one FIFO device queue per port
+            ecn_bytes=math.inf,                     # TcpSocketBase::UseEcn = Off
+            drop_bytes=float(self.queue_packets * wire),  # DropTailQueue MaxSize
+            buffer_bytes=math.inf,                  # no shared switch buffer
+            ecmp="spray",                           # RandomEcmpRouting: per packet
+            routing=self.routing, alpha=self.alpha, seed=self.seed, bound=self.bound)
+        kw.update(overrides)
+        return PacketSim(**kw)
 
     def run(self, schedule: Schedule, topology: Topology, message_bytes: float) -> Ns3Run:
         """Build the scenario in ns-3, run it and collect per-transfer times.
@@ -224,23 +329,35 @@ class Ns3Sim:
             schedule, topology, routing, schedule.collective.chunk_bytes(message_bytes))
         ns = _ns()
         t0 = time.perf_counter()
+        ns.RngSeedManager.SetSeed(self.seed)
+        ns.RngSeedManager.SetRun(self.rng_run)
+        ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(
+            ns.TypeId.LookupByName(f"ns3::{self.congestion_control}")))
+        ns.Config.SetDefault("ns3::TcpSocket::DelAckCount", ns.UintegerValue(self.del_ack_count))
+        ns.Config.SetDefault("ns3::TcpSocket::DelAckTimeout",
+                             ns.TimeValue(ns.Seconds(self.del_ack_timeout)))
         ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting",
                              ns.BooleanValue(routing != "shortest"))
         ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(self.segment_bytes))
         ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(self.init_cwnd))
-        ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 26))
-        ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 26))
+        ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(SOCKET_BUFFER))
+        ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(SOCKET_BUFFER))
         ns.Config.SetDefault("ns3::TcpSocketBase::MinRto",
                              ns.TimeValue(ns.Seconds(self.min_rto)))
         ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize",
                              ns.QueueSizeValue(ns.QueueSize(f"{self.queue_packets}p")))
         d = ns.cppyy.gbl.topocoll_ns3.Driver()
         d.nodes.Create(topology.num_nodes)
-        ns.InternetStackHelper().Install(d.nodes)
+        stack = ns.InternetStackHelper()
+        stack.Install(d.nodes)
         p2p = ns.PointToPointHelper()
         ipv4 = ns.Ipv4AddressHelper()
         tch = ns.TrafficControlHelper()
         addr: list[Any] = [None] * topology.num_nodes
+        link_ids = _cable_links(topology, cables)
+        for _ in range(len(topology.links)):
+            d.qmax.push_back(0)
+            d.txbytes.push_back(0)
         for i, (u, v, bw, la) in enumerate(cables):
             p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(bw * 8))))
             p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(la * 1e9)))))
@@ -249,10 +366,14 @@ class Ns3Sim:
                                         f"{(i % 64) * 4}"), ns.Ipv4Mask("255.255.255.252"))
             ifs = ipv4.Assign(devs)
             tch.Uninstall(devs)
+            d.Watch(devs.Get(0), link_ids[i][0])
+            d.Watch(devs.Get(1), link_ids[i][1])
             for node, k in ((u, 0), (v, 1)):
                 if addr[node] is None:
                     addr[node] = ifs.GetAddress(k)
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+        n_streams = int(stack.AssignStreams(d.nodes, 0))
+        d.AssignEcmpStreams(n_streams)
         T = schedule.num_transfers
         dep = dependency_groups(schedule, topology.num_nodes)
         for name, arr in (("src", schedule.src), ("dst", schedule.dst),
@@ -281,6 +402,9 @@ class Ns3Sim:
         start = np.array(list(d.start), dtype=np.float64)
         finish = np.array(list(d.finish), dtype=np.float64)
         rx_events = int(d.rx_events)
+        stats = {"wall_s": t2 - t1,
+                 "queue_peak": np.array(list(d.qmax), dtype=np.float64),
+                 "link_bytes": np.array(list(d.txbytes), dtype=np.float64)}
         ns.Simulator.Destroy()
         if T and np.isnan(finish).any():
             k = int(np.flatnonzero(np.isnan(finish))[0])
@@ -293,7 +417,7 @@ class Ns3Sim:
                         self.name, float(message_bytes), schedule.collective.kind,
                         schedule.collective.num_ranks, bound,
                         transfer_start=start, transfer_finish=finish)
-        return Ns3Run(res, t2 - t1, t1 - t0, rx_events, {"wall_s": t2 - t1})
+        return Ns3Run(res, t2 - t1, t1 - t0, rx_events, stats)
 
 
 def _cables(topology: Topology) -> list[tuple[int, int, float, float]]:
@@ -318,3 +442,15 @@ def _cables(topology: Topology) -> list[tuple[int, int, float, float]]:
         raise NotSupportedError("ns3 backend: every link needs an opposite link "
                                 "(self-loops and unpaired links are not supported)")
     return cables
+
+
+def _cable_links(topology: Topology, cables) -> list[tuple[int, int]]:
+    """Topology link ids ``(u -> v, v -> u)`` of every cable of :func:`_cables`."""
+    pool: dict[tuple[int, int, float, float], list[int]] = {}
+    for i in range(len(topology.link_src)):
+        key = (int(topology.link_src[i]), int(topology.link_dst[i]),
+               float(topology.link_bandwidth[i]), float(topology.link_latency[i]))
+        pool.setdefault(key, []).append(i)
+    for ids in pool.values():
+        ids.reverse()
+    return [(pool[(u, v, b, la)].pop(), pool[(v, u, b, la)].pop()) for u, v, b, la in cables]

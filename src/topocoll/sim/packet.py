@@ -127,7 +127,13 @@ class PacketSim:
     max_cwnd : float, optional
         Largest window in packets; default four times the initial window (at least 8).
     rto : float
-        Retransmission timeout in seconds.
+        Retransmission timeout in seconds; with ``rto_granularity`` set, its lower bound
+        (TCP's minimum RTO).
+    rto_granularity : float, optional
+        None: the timeout is ``rto``, fixed. A number ``G``: the timeout adapts to the
+        measured round trip as in RFC 6298 (``srtt``, ``rttvar`` with gains 1/8 and 1/4,
+        ``RTO = max(rto, srtt + max(G, 4 rttvar))``), with one sample per acknowledgement
+        of new data and one from the handshake.
     dupthresh : int
         A packet is declared lost once this many packets sent after it are acknowledged
         (RFC 6675's DupThresh); raise it with ``ecmp='spray'``, which reorders packets.
@@ -136,9 +142,19 @@ class PacketSim:
         the queues, never dropped) before data flows, as a TCP three-way handshake does.
         Off by default (RDMA-style connections set up ahead of time).
     slow_start_gain : float
-        Window increase per acknowledged packet in slow start: 1 doubles the window every
-        round trip; 0.5 grows it like a TCP whose receiver acknowledges every second
-        segment (delayed acknowledgements) and whose sender adds one segment per ack.
+        Window increase (packets) per acknowledgement of new data in slow start, however
+        many packets it acknowledges (RFC 5681's rule, as ns-3's NewReno applies it): with
+        one acknowledgement per packet, 1 doubles the window every round trip.
+    del_ack : int
+        Delayed acknowledgements (RFC 1122, RFC 5681 section 4.2): the receiver
+        acknowledges in-order data every ``del_ack`` packets (1: every packet), or when
+        ``del_ack_timeout`` has passed since the first unacknowledged one; out-of-order
+        data, data that fills a gap and the last packet of a transfer are acknowledged at
+        once. Every acknowledgement carries the cumulative acknowledgement and the
+        sequence number of the packet that triggered it (selective).
+    del_ack_timeout : float
+        Delayed-acknowledgement timer in seconds (default 200 ms, ns-3's
+        ``DelAckTimeout``; RFC 1122 allows at most 500 ms).
     dctcp_g : float
         DCTCP's gain for the marked-fraction average.
     alpha, reduce_bandwidth : float
@@ -166,11 +182,11 @@ class PacketSim:
       tick; lost packets are resent first. ECN echo: DCTCP window cut ``cwnd * (1 - a/2)``
       once per window, ``a`` the moving average of the marked fraction; a loss halves the
       window; a timeout sets it to 1 with slow start up to half the old window; otherwise
-      additive increase of one packet per window.
-    - Every data packet that reaches its destination becomes an ``ack_bytes``
-      acknowledgement that travels back on the reverse route, in class
-      ``ack_priority``, through the same output queues as data. Acknowledgements are
-      not ECN-marked; they echo the data's mark. No delayed acknowledgements.
+      slow start (``slow_start_gain`` per acknowledgement) until the first cut, then
+      additive increase of ``1 / cwnd`` per acknowledgement.
+    - Acknowledgements (``ack_bytes``, see ``del_ack``) travel back on the reverse
+      route, in class ``ack_priority``, through the same output queues as data. They are
+      not ECN-marked; they echo the mark of the packet that triggered them.
 
     Examples
     --------
@@ -203,6 +219,9 @@ class PacketSim:
     dupthresh: int = 3
     handshake: bool = False
     slow_start_gain: float = 1.0
+    del_ack: int = 1
+    del_ack_timeout: float = 0.2
+    rto_granularity: float | None = None
     dctcp_g: float = 1 / 16
     alpha: float = 0.0
     reduce_bandwidth: float | None = None
@@ -234,6 +253,13 @@ class PacketSim:
         if not 0 < self.slow_start_gain <= 1:
             raise ValueError(f"slow_start_gain must be in (0, 1], got "
                              f"{self.slow_start_gain!r}")
+        if not (isinstance(self.del_ack, int) and self.del_ack >= 1):
+            raise ValueError(f"del_ack must be an int >= 1, got {self.del_ack!r}")
+        if not self.del_ack_timeout > 0:
+            raise ValueError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}")
+        if self.rto_granularity is not None and not self.rto_granularity >= 0:
+            raise ValueError(f"rto_granularity must be None or >= 0, got "
+                             f"{self.rto_granularity!r}")
         if not 0 < self.dctcp_g <= 1:
             raise ValueError(f"dctcp_g must be in (0, 1], got {self.dctcp_g!r}")
         _classes(self.drop_bytes, "drop_bytes")
@@ -297,7 +323,8 @@ class PacketSim:
             int(self.mtu), int(self.header_bytes), cwnd0, max_cwnd, float(self.rto),
             float(self.dctcp_g), self.ecmp == "spray", int(self.seed), float(bin_w),
             NUM_CLASSES, int(self.dupthresh), bool(self.handshake),
-            float(self.slow_start_gain))
+            float(self.slow_start_gain), int(self.del_ack), float(self.del_ack_timeout),
+            -1.0 if self.rto_granularity is None else float(self.rto_granularity))
         wall = time.perf_counter() - t0
         tf = finish[:T]
         load = np.bincount(link[:ptr[T]], weights=np.repeat(nbytes[:T], np.diff(ptr[:T + 1]))

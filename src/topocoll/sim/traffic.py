@@ -5,21 +5,33 @@ published points). Arrivals are Poisson with the rate that loads every rank's li
 the network at ``load`` on average: ``rate = load * num_ranks * injection_bw /
 mean_size``. Source and destination are uniform over distinct ranks.
 
-The two distributions, as the (size in 1460-byte packets, CDF) tables distributed with
-the pFabric simulations [1]_:
+The tables are the (size in bytes, CDF) points of the files ``DCTCP_CDF`` and
+``VL2_CDF`` of the empirical traffic generator of the DCTCP/pFabric authors [1]_
+(``datacenter/empirical-traffic-gen`` on GitHub); the web-search table is also, point for
+point, ``traffic_gen/WebSearch_distribution.txt`` of the HPCC simulator [4]_
+(``alibaba-edu/High-Precision-Congestion-Control``):
 
 ``websearch``
-    Web search cluster measured for DCTCP [2]_; mean about 1.7 MB.
+    Web search cluster measured for DCTCP [2]_; 12 points from 0 to 30 MB, median
+    73 kB, mean 1.711 MB.
 ``datamining``
-    Data-mining cluster measured for VL2 [3]_; mean about 7.4 MB, very heavy tailed.
+    Data-mining cluster measured for VL2 [3]_; 13 points from 0 to 1 GB, half the flows
+    at most 1.1 kB, 80% at most 10 kB, mean 12.66 MB (the 2% of flows above 100 MB carry
+    most bytes).
+
+The pFabric ns-2 scripts ship the same two workloads in 1460-byte packets
+(``CDF_search.tcl``, ``CDF_vl2.tcl``); their data-mining table is coarser (9 points up to
+666,667 packets, mean 5,117 packets = 7.47 MB), so means quoted from pFabric-derived
+work differ from the ones here.
 
 References
 ----------
 .. [1] Alizadeh et al., "pFabric: Minimal Near-Optimal Datacenter Transport",
-   SIGCOMM 2013.
+   SIGCOMM 2013 (and its traffic generator, github.com/datacenter/empirical-traffic-gen).
 .. [2] Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010.
 .. [3] Greenberg et al., "VL2: A Scalable and Flexible Data Center Network",
    SIGCOMM 2009.
+.. [4] Li et al., "HPCC: High Precision Congestion Control", SIGCOMM 2019.
 
 Examples
 --------
@@ -39,15 +51,15 @@ from ..errors import NotSupportedError
 
 __all__ = ["BackgroundTraffic", "poisson_traffic", "FLOW_SIZE_CDFS", "mean_flow_size"]
 
-_PKT = 1460
-#: (bytes, cumulative probability) points of each distribution.
+#: (bytes, cumulative probability) points of each distribution (see the module notes).
 FLOW_SIZE_CDFS: dict[str, tuple[tuple[float, float], ...]] = {
-    "websearch": tuple((p * _PKT, c) for p, c in (
-        (1, 0.0), (6, 0.15), (13, 0.2), (19, 0.3), (33, 0.4), (53, 0.53), (133, 0.6),
-        (667, 0.7), (1333, 0.8), (3333, 0.9), (6667, 0.97), (20000, 1.0))),
-    "datamining": tuple((p * _PKT, c) for p, c in (
-        (1, 0.0), (1, 0.5), (2, 0.6), (3, 0.7), (7, 0.8), (267, 0.9), (2107, 0.95),
-        (66667, 0.99), (666667, 1.0))),
+    "websearch": (
+        (0.0, 0.0), (1e4, 0.15), (2e4, 0.2), (3e4, 0.3), (5e4, 0.4), (8e4, 0.53),
+        (2e5, 0.6), (1e6, 0.7), (2e6, 0.8), (5e6, 0.9), (1e7, 0.97), (3e7, 1.0)),
+    "datamining": (
+        (0.0, 0.0), (180.0, 0.1), (216.0, 0.2), (560.0, 0.3), (900.0, 0.4), (1100.0, 0.5),
+        (1870.0, 0.6), (3160.0, 0.7), (1e4, 0.8), (4e5, 0.9), (3.16e6, 0.95), (1e8, 0.98),
+        (1e9, 1.0)),
 }
 
 
@@ -76,8 +88,8 @@ def _cdf(name: str) -> tuple[np.ndarray, np.ndarray]:
 def mean_flow_size(distribution: str) -> float:
     """Mean of a distribution in bytes (exact for the piecewise-linear CDF).
 
-    >>> round(mean_flow_size("websearch") / 1e6, 2)
-    1.67
+    >>> round(mean_flow_size("websearch") / 1e6, 3)
+    1.711
     """
     x, c = _cdf(distribution)
     return float(np.sum(np.diff(c) * (x[1:] + x[:-1]) / 2))
