@@ -46,11 +46,12 @@ from ..errors import TopocollError
 from ..topology import Topology
 
 __all__ = ["TestbedError", "Testbed", "up", "down", "load", "require_tools", "STATE_DIR",
-           "netem_available", "delay_line_stats", "DELAY_MODES"]
+           "netem_available", "delay_line_stats", "DELAY_MODES", "RELAY_MIN_DELAY"]
 
 STATE_DIR = Path(os.environ.get("TOPOCOLL_TESTBED_STATE", "/run/topocoll-testbed"))
 _NAME = re.compile(r"^[a-z0-9]{1,12}$")
 DELAY_MODES = ("auto", "netem", "relay", "off")
+RELAY_MIN_DELAY = 100e-6   # the delay line's own resolution; shorter latencies stay unemulated
 _RELAY_SCRIPT = Path(__file__).with_name("delayline.py")
 _RELAYS: dict[str, subprocess.Popen] = {}   # relays this process started, reaped by down()
 _LINK_NET = int(ipaddress.IPv4Address("10.64.0.0"))
@@ -85,7 +86,8 @@ class Testbed:
         False only when links have latency that is not applied (``delay="off"``).
     delay_mode : str
         How latency is applied: ``"netem"``, ``"relay"`` (the userspace delay line of
-        :mod:`topocoll.testbed.delayline`), ``"none"`` (every latency is 0) or ``"off"``.
+        :mod:`topocoll.testbed.delayline`), ``"none"`` (every latency is 0, or below
+        :data:`RELAY_MIN_DELAY` where the delay line would be needed) or ``"off"``.
     """
 
     __test__ = False
@@ -183,7 +185,8 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
     delay : {"auto", "netem", "relay", "off"}
         How link latency is emulated: ``auto`` uses netem when the kernel has it and the
         userspace delay line otherwise; ``off`` leaves it out. Links without latency never
-        need either.
+        need either; the delay line leaves latencies below :data:`RELAY_MIN_DELAY` (its own
+        resolution, e.g. the 1 us default of the topology generators) to the veth.
 
     Raises
     ------
@@ -208,6 +211,8 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
         if delay == "netem" and mode != "netem":
             raise TestbedError("delay mode 'netem': this kernel has no sch_netem "
                                "(use --delay auto or relay)")
+        if mode == "relay" and all(lk.latency < RELAY_MIN_DELAY for lk in topology.links):
+            mode = "none"
     nodes = tuple(range(topology.num_nodes))
     # claiming namespace 0 is atomic: of two concurrent up() with one name, one fails here
     # and must not tear down the other's testbed
@@ -230,7 +235,8 @@ def _build(topology, name, pfx, nodes, spec, mode, queue_packets) -> Testbed:
         _run("ip", "netns", "add", f"{pfx}-{v}")
     cables = _cables(topology)
     relay_ns = f"{pfx}-d"
-    delayed = {c for c, dirs in cables.items() if any(lat > 0 for _, lat in dirs.values())}
+    delayed = {c for c, dirs in cables.items()
+               if any(lat >= RELAY_MIN_DELAY for _, lat in dirs.values())}
     if mode != "relay":
         delayed = set()
     if delayed:
