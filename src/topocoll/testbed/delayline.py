@@ -23,6 +23,11 @@ How it stays cheap and exact:
   checksum. GSO, TSO and GRO therefore need not be switched off (no ``ethtool``).
 - **Arrival times come from the kernel** (``SO_TIMESTAMPNS``), so a frame that waits in the
   socket buffer while the relay is descheduled still leaves at arrival + delay.
+- **Real-time priority.** The relay runs ``SCHED_FIFO`` (else ``nice -10``): on two busy
+  cores an ordinary process woke up to 9 ms late, adding that to the delay; as a real-time
+  process its frames leave within 0.2 ms of their deadline (p99). It only computes when
+  frames move (at most about a third of a core, measured), and the kernel's real-time
+  throttling caps it at 95 % of a core in any case.
 - **One FIFO per direction.** The delay of a direction is constant, so deadlines arrive in
   order and a deque per direction replaces a heap; the loop sleeps in ``select`` (which
   takes microseconds, unlike ``epoll``'s milliseconds) until the earliest head is due.
@@ -194,10 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     """``python delayline.py '[["r0u", "r0v", 0.005], ["r0v", "r0u", 0.005]]'``."""
     argv = sys.argv[1:] if argv is None else argv
     paths = [(str(i), str(o), float(d)) for i, o, d in json.loads(argv[0])]
-    try:
-        os.nice(-10)   # frames wait for this process; ahead of the workers it serves
+    try:   # frames wait for this process: wake it ahead of the workers it serves
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     except OSError:
-        pass
+        try:
+            os.nice(-10)
+        except OSError:
+            pass
     flags: set[str] = set()
     signal.signal(signal.SIGTERM, lambda *_: flags.add("stop"))
     signal.signal(signal.SIGUSR1, lambda *_: flags.add("report"))
