@@ -22,6 +22,7 @@ and link latency when the kernel lacks ``sch_netem`` (``Testbed.delay_emulated``
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -66,7 +67,11 @@ def bench(tb: Testbed, topology: Topology, algorithms: list[str], size_bytes: in
         One per algorithm: ``algorithm``, ``collective``, ``size_bytes``, ``measured_s``
         (median over ``iters`` of the slowest rank), ``times_s``, ``predicted_s``,
         ``error`` (measured / predicted - 1), ``predicted_flow_s`` (flow level),
-        ``delay_emulated``.
+        ``delay_emulated``, ``delay_mode``, and the CPU picture of the timed runs:
+        ``wall_s``, ``workers_cpu_s`` (CPU time of all ranks, every thread),
+        ``workers_cpu_share`` (that over ``wall_s`` times the number of cores) and
+        ``machine_busy`` (fraction of all cores busy with anything meanwhile, other users'
+        jobs included, from ``/proc/stat``).
 
     Raises
     ------
@@ -96,5 +101,9 @@ def bench(tb: Testbed, topology: Topology, algorithms: list[str], size_bytes: in
                      "measured_s": m["measured_s"], "times_s": m["times_s"],
                      "predicted_s": predicted[a],
                      "error": m["measured_s"] / predicted[a] - 1.0,
-                     "predicted_flow_s": flow[a], "delay_emulated": tb.delay_emulated})
+                     "predicted_flow_s": flow[a], "delay_emulated": tb.delay_emulated,
+                     "delay_mode": tb.delay_mode, "wall_s": m["wall_s"],
+                     "workers_cpu_s": m["cpu_s"],
+                     "workers_cpu_share": m["cpu_s"] / m["wall_s"] / (os.cpu_count() or 1),
+                     "machine_busy": m["machine_busy"]})
     return rows
