@@ -443,9 +443,10 @@ def bound(topology: TopoOpt,
 testbed_app = typer.Typer(no_args_is_help=True,
                           help="Emulated cluster: network namespaces, shaped veth links, workers.")
 app.add_typer(testbed_app, name="testbed")
-NameOpt = Annotated[str, typer.Option("--name", help="Testbed id (1-12 lower-case letters/digits).")]
+NameOpt = Annotated[str, typer.Option("--name", help="Testbed id (1-12 lower-case a-z/0-9).")]
 DelayOpt = Annotated[str, typer.Option("--delay", help="Link latency: auto (netem if the kernel "
-                                       "has it, else the userspace delay line), netem, relay, off.")]
+                                       "has it, else the userspace delay line), netem, relay, "
+                                       "off.")]
 _DELAY_NOTE = {"netem": "link delay: netem",
                "relay": "link delay: userspace delay line (relay namespace {ns}; the kernel "
                         "has no sch_netem or relay was asked for; latencies under 100 us "

@@ -7,9 +7,9 @@ tests can run in parallel, also with another checkout's suite on the same machin
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
-import itertools
 import statistics
 import subprocess
 import sys
