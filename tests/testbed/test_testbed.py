@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
 
 from topocoll.testbed.launch import measure_rtt, measure_throughput, start_workers  # noqa: E402
 from topocoll.testbed.netns import (  # noqa: E402
+    STATE_DIR,
     TestbedError,
     delay_line_stats,
     down,
@@ -52,6 +53,7 @@ def testbed_name():
     yield name
     down(name)
     assert not _ours(f"tcb{name}"), "teardown left namespaces or interfaces behind"
+    assert not list(STATE_DIR.glob(f"{name}.*")), "teardown left state or log files behind"
 
 
 def test_up_shape_measure_down(testbed_name):
