@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -138,15 +137,18 @@ def test_two_testbeds_with_one_address_plan_coexist():
 def test_link_delay_round_trip_and_rate(testbed_name):
     """Each direction of a line:3 delays by 4 ms: one hop's round trip takes 2 x 4 ms, two
     hops' 4 x 4 ms (through the forwarding namespace 1), plus at most 1.5 ms per hop of
-    relay and Python overhead; the shaped rate still holds through the delay."""
+    relay and Python overhead; the shaped rate still holds through the delay.
+
+    The bounds are on the smallest of 15 round trips, as with ping: the probe processes'
+    scheduling delays only add, and on a saturated machine (load average 17) they moved
+    the median to 13.7 ms where the minimum stayed at 8.3 ms."""
     delay, rate_mbit = 4e-3, 80
     tb = up(parse_spec(f"line:3,bw={rate_mbit}Mbps,lat={delay * 1e3:g}ms"), name=testbed_name)
     assert tb.delay_mode == ("netem" if netem_available() else "relay")
     for dst, hops in ((1, 1), (2, 2)):
         rtt = measure_rtt(tb, 0, dst, 15)
-        # never faster than the emulated delay; the median within the stated tolerance
-        assert min(rtt) >= 2 * hops * delay, rtt
-        assert statistics.median(rtt) <= 2 * hops * delay + 1.5e-3 * hops, rtt
+        # never faster than the emulated delay, and not much slower
+        assert 2 * hops * delay <= min(rtt) <= 2 * hops * delay + 1.5e-3 * hops, rtt
     goodput = measure_throughput(tb, 0, 1, seconds=2.5) * 8 / 1e6
     assert abs(goodput - rate_mbit) <= 0.10 * rate_mbit, f"{goodput:.1f} Mbit/s"
     if tb.delay_mode == "relay":
