@@ -454,24 +454,33 @@ def bound(topology: TopoOpt,
 testbed_app = typer.Typer(no_args_is_help=True,
                           help="Emulated cluster: network namespaces, shaped veth links, workers.")
 app.add_typer(testbed_app, name="testbed")
-NameOpt = Annotated[str, typer.Option("--name", help="Testbed id (1-5 lower-case letters/digits).")]
+NameOpt = Annotated[str, typer.Option("--name", help="Testbed id (1-12 lower-case a-z/0-9).")]
+DelayOpt = Annotated[str, typer.Option("--delay", help="Link latency: auto (netem if the kernel "
+                                       "has it, else the userspace delay line), netem, relay, "
+                                       "off.")]
+_DELAY_NOTE = {"netem": "link delay: netem",
+               "relay": "link delay: userspace delay line (relay namespace {ns}; the kernel "
+                        "has no sch_netem or relay was asked for; latencies under 100 us "
+                        "are left to the veth)",
+               "none": "link delay: none (every link latency is 0, or under the delay "
+                       "line's 100 us resolution)",
+               "off": "link delay: off (link latency is NOT emulated)"}
 
 
 @testbed_app.command("up")
 @_handle_errors
-def testbed_up(topology: TopoOpt, name: NameOpt = "0", as_json: JsonOpt = False) -> None:
-    """Build one namespace per rank and switch, veth links, tc shaping per direction."""
+def testbed_up(topology: TopoOpt, name: NameOpt = "0", delay: DelayOpt = "auto",
+               as_json: JsonOpt = False) -> None:
+    """Build one namespace per rank and switch, veth links, tc shaping and delay per direction."""
     from .testbed.netns import up
 
-    tb = up(_topology(topology), name=name, spec=topology)
+    tb = up(_topology(topology), name=name, spec=topology, delay=delay)
     if as_json:
         _print_json(dataclasses.asdict(tb))
         return
     out.print(f"testbed {tb.name}: {tb.num_ranks} ranks, {len(tb.nodes)} namespaces, "
               f"{len(tb.links)} shaped directions (prefix {tb.prefix})", highlight=False)
-    if not tb.delay_emulated:
-        out.print("note: this kernel has no sch_netem; link latency is not emulated",
-                  highlight=False)
+    out.print(_DELAY_NOTE[tb.delay_mode].format(ns=tb.relay_ns), highlight=False)
 
 
 @testbed_app.command("down")
@@ -521,14 +530,17 @@ def testbed_bench(topology: TopoOpt,
                   size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
                   collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
                   iters: Annotated[int, typer.Option(help="Timed runs per algorithm.")] = 3,
-                  name: NameOpt = "b", as_json: JsonOpt = False) -> None:
+                  name: Annotated[str | None, typer.Option(
+                      "--name", help="Testbed id (default: b<process id>, unique).")] = None,
+                  delay: DelayOpt = "auto", as_json: JsonOpt = False) -> None:
     """Measure algorithms on an emulated cluster and compare with the alpha-beta prediction."""
     from .testbed.bench import bench
     from .testbed.netns import down, up
 
     topo = _topology(topology)
     algs = [a.strip() for a in algorithms.split(",") if a.strip()]
-    tb = up(topo, name=name, spec=topology)
+    name = name or f"b{os.getpid()}"
+    tb = up(topo, name=name, spec=topology, delay=delay)
     try:
         rows = bench(tb, topo, algs, int(parse_size(size)), collective=collective, iters=iters)
     finally:

@@ -20,6 +20,10 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2")
 
 
+# unique per process: several checkouts run this suite on one machine at the same time
+TB = f"c{os.getpid()}"
+
+
 def run(*args, code=0):
     r = runner.invoke(app, list(args))
     assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
@@ -52,8 +56,8 @@ def test_export_errors_are_one_line(tmp_path):
 
 @needs_root
 def test_testbed_down_is_idempotent_and_names_are_checked():
-    d = json.loads(run("testbed", "down", "--name", "cli9", "--json").stdout)
-    assert d == {"name": "cli9", "removed": []}
+    d = json.loads(run("testbed", "down", "--name", TB + "d", "--json").stdout)
+    assert d == {"name": TB + "d", "removed": []}
     r = run("testbed", "up", "--topology", "ring:3", "--name", "BAD!", code=2)
     assert "name" in r.stderr
 
@@ -61,19 +65,20 @@ def test_testbed_down_is_idempotent_and_names_are_checked():
 @needs_root
 @pytest.mark.slow
 def test_testbed_up_run_down_and_bench():
-    d = json.loads(run("testbed", "up", "--topology", "line:2,bw=200Mbps", "--name", "cli8",
+    d = json.loads(run("testbed", "up", "--topology", "line:2,bw=200Mbps", "--name", TB + "u",
                        "--json").stdout)
     try:
         assert d["num_ranks"] == 2 and len(d["links"]) == 2
-        r = run("testbed", "run", "--name", "cli8", "--json", "--", sys.executable, "-c",
+        assert d["delay_mode"] == "none"   # 1 us default latency: below the delay line's
+        r = run("testbed", "run", "--name", TB + "u", "--json", "--", sys.executable, "-c",
                 "import os; print(os.environ['RANK'], os.environ['MASTER_ADDR'])")
         res = json.loads(r.stdout)
         assert [x["output"].split() for x in res] == [["0", d["rank_addr"][0]],
                                                         ["1", d["rank_addr"][0]]]
     finally:
-        run("testbed", "down", "--name", "cli8")
+        run("testbed", "down", "--name", TB + "u")
     r = run("testbed", "bench", "--topology", "line:2,bw=200Mbps", "--algorithms",
-            "ring,torch", "--size", "2MiB", "--iters", "2", "--name", "cli7", "--json")
+            "ring,torch", "--size", "2MiB", "--iters", "2", "--json")   # default name: b<pid>
     rows = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
     assert [x["algorithm"] for x in rows] == ["ring", "torch"]
     for x in rows:
@@ -82,3 +87,20 @@ def test_testbed_up_run_down_and_bench():
         assert x["measured_s"] >= 0.9 * x["predicted_s"]
         # one flow per direction of one link: the flow level agrees with alpha-beta
         assert x["predicted_flow_s"] == pytest.approx(x["predicted_s"], rel=1e-9)
+
+
+@needs_root
+def test_testbed_up_says_how_link_delay_is_emulated():
+    name = TB + "l"
+    try:
+        r = run("testbed", "up", "--topology", "line:2,bw=100Mbps,lat=1ms", "--name", name)
+        from topocoll.testbed.netns import netem_available
+        how = "netem" if netem_available() else "userspace delay line"
+        assert f"link delay: {how}" in r.stdout
+        r = run("testbed", "up", "--topology", "line:2", "--name", name, code=2)
+        assert "already exists" in r.stderr and r.stderr.count("\n") == 1
+    finally:
+        run("testbed", "down", "--name", name)
+    r = run("testbed", "up", "--topology", "line:2,lat=1ms", "--name", name, "--delay", "x",
+            code=2)
+    assert "delay mode 'x'" in r.stderr

@@ -1,11 +1,13 @@
 """The emulated cluster: build, shape, measure one link, run workers, survive a killed rank.
 
 Needs root and iproute2 (``make test`` installs iproute2 when it is missing); skipped
-otherwise. Every test uses its own testbed name, so tests can run in parallel.
+otherwise. Every test uses its own testbed name, made from the process id and a counter, so
+tests can run in parallel, also with another checkout's suite on the same machine.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -19,8 +21,23 @@ from topocoll.topology.spec import parse_spec
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2")
 
-from topocoll.testbed.launch import measure_throughput, start_workers  # noqa: E402
-from topocoll.testbed.netns import TestbedError, down, load, up  # noqa: E402
+from topocoll.testbed.launch import measure_rtt, measure_throughput, start_workers  # noqa: E402
+from topocoll.testbed.netns import (  # noqa: E402
+    STATE_DIR,
+    TestbedError,
+    delay_line_stats,
+    down,
+    load,
+    netem_available,
+    up,
+)
+
+_COUNTER = itertools.count()
+
+
+def unique_name() -> str:
+    """A testbed name no other process uses: 't' + pid + counter (at most 12 characters)."""
+    return f"t{os.getpid()}{next(_COUNTER)}"
 
 
 def _ours(prefix):
@@ -30,17 +47,17 @@ def _ours(prefix):
 
 
 @pytest.fixture
-def testbed_name(request):
-    name = f"t{abs(hash(request.node.name)) % 10**4}"
-    down(name)
+def testbed_name():
+    name = unique_name()
     yield name
     down(name)
     assert not _ours(f"tcb{name}"), "teardown left namespaces or interfaces behind"
+    assert not list(STATE_DIR.glob(f"{name}.*")), "teardown left state or log files behind"
 
 
 def test_up_shape_measure_down(testbed_name):
     rate_mbit = 80
-    tb = up(parse_spec(f"line:2,bw={rate_mbit}Mbps,lat=2ms"), name=testbed_name)
+    tb = up(parse_spec(f"line:2,bw={rate_mbit}Mbps,lat=0s"), name=testbed_name)
     assert load(testbed_name) == tb
     assert len(_ours(tb.prefix)) == 2
     qd = subprocess.run(["tc", "-n", tb.ns(0), "class", "show", "dev", tb.rank_iface[0]],
@@ -56,14 +73,88 @@ def test_up_shape_measure_down(testbed_name):
         load(testbed_name)
 
 
-def test_down_after_crash_removes_leftovers(testbed_name):
+_CRASH = """
+import os, sys
+from topocoll.testbed.netns import up
+from topocoll.topology.spec import parse_spec
+tb = up(parse_spec("line:3,bw=100Mbps,lat=1ms"), name=sys.argv[1], delay="relay")
+print(tb.relay_ns, flush=True)
+os.kill(os.getpid(), 9)   # crash: no teardown, the relay keeps running
+"""
+
+
+def test_down_after_crash_removes_everything(testbed_name):
+    p = subprocess.run([sys.executable, "-c", _CRASH, testbed_name], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == -9, p.stderr
+    relay_ns = p.stdout.strip()
+    relay = subprocess.run(["ip", "netns", "pids", relay_ns], capture_output=True,
+                           text=True).stdout.split()
+    assert len(relay) == 1 and os.path.exists(f"/proc/{relay[0]}")   # orphaned relay
     pfx = f"tcb{testbed_name}"
-    subprocess.run(["ip", "netns", "add", f"{pfx}-0"], check=True)
-    subprocess.run(["ip", "link", "add", "name", f"{pfx}v0a", "type", "veth", "peer", "name",
-                    f"{pfx}v0b"], check=True)
-    assert len(_ours(pfx)) == 3
-    down(testbed_name)
+    assert len(_ours(pfx)) == 4   # three nodes and the relay namespace
+    assert sorted(down(testbed_name)) == sorted([f"{pfx}-0", f"{pfx}-1", f"{pfx}-2", relay_ns])
     assert not _ours(pfx)
+    for _ in range(100):   # killed; its parent (init) reaps it
+        if not os.path.exists(f"/proc/{relay[0]}"):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{relay[0]}")
+    assert down(testbed_name) == []
+
+
+def test_down_removes_only_its_own_namespaces(testbed_name):
+    mine, others = [f"tcb{testbed_name}-0", f"tcb{testbed_name}-d"], \
+        [f"tcb{testbed_name}0-0", f"tcb{testbed_name}-x", f"tcb{testbed_name}x-d"]
+    for ns in mine + others:
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        assert sorted(down(testbed_name)) == sorted(mine)
+        assert sorted(_ours(f"tcb{testbed_name}")) == sorted(others)
+    finally:
+        for ns in others:
+            subprocess.run(["ip", "netns", "del", ns])
+
+
+def test_two_testbeds_with_one_address_plan_coexist():
+    """Same topology twice, at the same time: same addresses, separate namespaces; taking
+    one down leaves the other working."""
+    a, b = unique_name(), unique_name()
+    spec = parse_spec("ring:3,bw=100Mbps")
+    try:
+        ta, tb = up(spec, name=a), up(spec, name=b)
+        assert ta.rank_addr == tb.rank_addr
+        assert len(measure_rtt(ta, 0, 2, 3)) == len(measure_rtt(tb, 0, 2, 3)) == 3
+        down(a)
+        assert not _ours(f"tcb{a}") and len(_ours(f"tcb{b}")) == 3
+        assert len(measure_rtt(load(b), 2, 1, 3)) == 3
+    finally:
+        down(a)
+        down(b)
+    assert not _ours(f"tcb{b}")
+
+
+def test_link_delay_round_trip_and_rate(testbed_name):
+    """Each direction of a line:3 delays by 4 ms: one hop's round trip takes 2 x 4 ms, two
+    hops' 4 x 4 ms (through the forwarding namespace 1), plus at most 1.5 ms per hop of
+    relay and Python overhead; the shaped rate still holds through the delay.
+
+    The bounds are on the smallest of 15 round trips, as with ping: the probe processes'
+    scheduling delays only add, and on a saturated machine (load average 17) they moved
+    the median to 13.7 ms where the minimum stayed at 8.3 ms."""
+    delay, rate_mbit = 4e-3, 80
+    tb = up(parse_spec(f"line:3,bw={rate_mbit}Mbps,lat={delay * 1e3:g}ms"), name=testbed_name)
+    assert tb.delay_mode == ("netem" if netem_available() else "relay")
+    for dst, hops in ((1, 1), (2, 2)):
+        rtt = measure_rtt(tb, 0, dst, 15)
+        # never faster than the emulated delay, and not much slower
+        assert 2 * hops * delay <= min(rtt) <= 2 * hops * delay + 1.5e-3 * hops, rtt
+    goodput = measure_throughput(tb, 0, 1, seconds=2.5) * 8 / 1e6
+    assert abs(goodput - rate_mbit) <= 0.10 * rate_mbit, f"{goodput:.1f} Mbit/s"
+    if tb.delay_mode == "relay":
+        c = delay_line_stats(tb)
+        # the relay carried the throughput probe (2.5 s at 80 Mbit/s ~ 25 MB) and lost nothing
+        assert c["bytes"] > 20e6 and c["dropped"] == 0, c
 
 
 def test_multi_hop_routes_through_a_switch(testbed_name):

@@ -16,12 +16,15 @@ cannot: flows of one step that finish at different times.
 What the prediction leaves out (see ``docs/studies/testbed.md``): TCP/IP/Ethernet header
 overhead (a 1448-byte payload per 1514-byte frame, so about 4.4 % less goodput than the
 shaped rate), the CPU cost of reductions and copies, Python and gloo per-message overheads,
-and link latency when the kernel lacks ``sch_netem`` (``Testbed.delay_emulated``).
+and TCP's round trips (the models charge one one-way latency per step). Link latency itself
+is applied by netem or, without it, by the userspace delay line (``Testbed.delay_mode``),
+which adds about 0.2 ms per relay crossing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -66,7 +69,11 @@ def bench(tb: Testbed, topology: Topology, algorithms: list[str], size_bytes: in
         One per algorithm: ``algorithm``, ``collective``, ``size_bytes``, ``measured_s``
         (median over ``iters`` of the slowest rank), ``times_s``, ``predicted_s``,
         ``error`` (measured / predicted - 1), ``predicted_flow_s`` (flow level),
-        ``delay_emulated``.
+        ``delay_emulated``, ``delay_mode``, and the CPU picture of the timed runs:
+        ``wall_s``, ``workers_cpu_s`` (CPU time of all ranks, every thread),
+        ``workers_cpu_share`` (that over ``wall_s`` times the number of cores) and
+        ``machine_busy`` (fraction of all cores busy with anything meanwhile, other users'
+        jobs included, from ``/proc/stat``).
 
     Raises
     ------
@@ -96,5 +103,9 @@ def bench(tb: Testbed, topology: Topology, algorithms: list[str], size_bytes: in
                      "measured_s": m["measured_s"], "times_s": m["times_s"],
                      "predicted_s": predicted[a],
                      "error": m["measured_s"] / predicted[a] - 1.0,
-                     "predicted_flow_s": flow[a], "delay_emulated": tb.delay_emulated})
+                     "predicted_flow_s": flow[a], "delay_emulated": tb.delay_emulated,
+                     "delay_mode": tb.delay_mode, "wall_s": m["wall_s"],
+                     "workers_cpu_s": m["cpu_s"],
+                     "workers_cpu_share": m["cpu_s"] / m["wall_s"] / (os.cpu_count() or 1),
+                     "machine_busy": m["machine_busy"]})
     return rows

@@ -6,7 +6,10 @@ torch.distributed environment variables come from there), or by hand with ``RANK
 locally (every rank gets the same one), checks it once on integers against
 ``dist.all_reduce``, prints ``ready``, then times ``--iters`` runs separated by barriers.
 Rank 0 prints one JSON line: ``{"algorithm", "collective", "size_bytes", "times_s",
-"measured_s"}`` where each time is the slowest rank's and ``measured_s`` the median.
+"measured_s", "cpu_s", "wall_s", "machine_busy"}`` where each time is the slowest rank's,
+``measured_s`` the median, ``cpu_s`` the CPU time of all ranks (all threads) during the
+timed runs, ``wall_s`` their wall time and ``machine_busy`` the fraction of all cores busy
+meanwhile (anything on the machine, from ``/proc/stat``).
 ``--algorithm torch`` times torch's own collective instead of a schedule; a ``+duplex``
 suffix (``ring+duplex``) runs the schedule over :func:`topocoll.runtime.duplex_groups`.
 
@@ -56,6 +59,13 @@ def _explain(e: Exception) -> str:
     return f"{type(e).__name__}: {text}"
 
 
+def _ticks() -> tuple[int, int]:
+    """(idle, total) jiffies of all cores from ``/proc/stat``."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return v[3] + v[4], sum(v)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point (see module docstring); returns the exit status."""
     ap = argparse.ArgumentParser(prog="topocoll.testbed.worker")
@@ -96,18 +106,25 @@ def main(argv: list[str] | None = None) -> int:
         run()
         print("ready", flush=True)
         times = []
+        dist.barrier()
+        ticks0, cpu0, wall0 = _ticks(), time.process_time(), time.perf_counter()
         for _ in range(a.iters):
             dist.barrier()
             t0 = time.perf_counter()
             run()
             times.append(time.perf_counter() - t0)
+        cpu, wall, ticks1 = time.process_time() - cpu0, time.perf_counter() - wall0, _ticks()
         worst = torch.tensor(times, dtype=torch.float64)
         dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+        cpu_all = torch.tensor([cpu], dtype=torch.float64)
+        dist.all_reduce(cpu_all)
         if rank == 0:
             ts = sorted(worst.tolist())
             print(json.dumps({"algorithm": a.algorithm, "collective": a.collective,
                               "size_bytes": size, "times_s": worst.tolist(),
-                              "measured_s": ts[len(ts) // 2]}), flush=True)
+                              "measured_s": ts[len(ts) // 2], "cpu_s": cpu_all.item(),
+                              "wall_s": wall, "machine_busy": 1.0 - (ticks1[0] - ticks0[0])
+                              / max(1, ticks1[1] - ticks0[1])}), flush=True)
         dist.destroy_process_group()
         return 0
     except Exception as e:   # report one clear line per rank; the launcher collects them
