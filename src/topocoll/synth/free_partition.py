@@ -75,21 +75,28 @@ def _usage(lp: TreeLP, topology: Topology):
     return out
 
 
-def _loss(n: np.ndarray, Q: int, usage, bw, X: float) -> float:
-    load: dict[tuple[int, int], float] = {}
-    for k, use in zip(n, usage, strict=True):
-        if k:
-            for h, u in use.items():
-                load[h] = load.get(h, 0.0) + k * u
-    return max(v / bw[h] for h, v in load.items()) / Q * X - 1.0
+def _matrix(usage, bw):
+    keys = sorted({h for use in usage for h in use})
+    idx = {h: i for i, h in enumerate(keys)}
+    U = np.zeros((len(keys), len(usage)))
+    for t, use in enumerate(usage):
+        for h, u in use.items():
+            U[idx[h], t] = u
+    return U / np.array([bw[h] for h in keys])[:, None]
+
+
+def _loss(n: np.ndarray, W: np.ndarray, X: float) -> float:
+    return float((W @ n).max()) / int(n.sum()) * X - 1.0
 
 
 def quantize(shares: np.ndarray, usage, bw, X: float, qmax: int) -> tuple[np.ndarray, int, float]:
-    """Integer chunk counts ``n`` (sum ``Q``) for tree ``shares``; returns (n, Q, loss).
+    """Integer chunk counts ``n`` (``Q = Σ n``) for tree ``shares``; returns (n, Q, loss).
 
-    Exact rational shares with a common denominator ``<= qmax`` are used as such;
-    otherwise ``Q`` doubles from the number of trees until the loss is at most
-    :data:`ROUNDING_TARGET` (or ``qmax``), largest remainders getting the extra chunks.
+    Exact rational shares with a common denominator ``<= qmax`` are used as such.
+    Otherwise, for a target ``T`` doubling from the number of trees: ``n = floor(T
+    shares)`` (never above the optimal load), then single chunks are added greedily
+    where they lower ``max_a load_a / (Q c_a)``; stop at loss <= :data:`ROUNDING_TARGET`
+    or ``T > qmax``. ``loss = X max_a Σ_T n_T u_{a,T} / (Q c_a) - 1``.
 
     Examples
     --------
@@ -99,26 +106,35 @@ def quantize(shares: np.ndarray, usage, bw, X: float, qmax: int) -> tuple[np.nda
     >>> n.tolist(), Q
     ([1, 3], 4)
     """
+    W = _matrix(usage, bw)
     fr = [Fraction(float(s)).limit_denominator(qmax) for s in shares]
     Q = math.lcm(*(f.denominator for f in fr))
     if Q <= qmax and all(abs(float(f) - s) <= 1e-9 * max(s, 1e-300)
                          for f, s in zip(fr, shares, strict=True)):
         n = np.array([f.numerator * (Q // f.denominator) for f in fr], dtype=np.int64)
         if n.sum() == Q:
-            return n, Q, _loss(n, Q, usage, bw, X)
+            return n, Q, _loss(n, W, X)
     best = None
-    Q = 1 << max(0, math.ceil(math.log2(max(len(shares), 1))))
+    T = 1 << max(0, math.ceil(math.log2(max(len(shares), 1))))
     while True:
-        raw = shares * Q
-        n = np.floor(raw).astype(np.int64)
-        extra = Q - int(n.sum())
-        n[np.argsort(-(raw - n), kind="stable")[:extra]] += 1
-        loss = _loss(n, Q, usage, bw, X)
+        n = np.floor(shares * T).astype(np.int64)
+        if not n.any():
+            n[np.argmax(shares)] = 1
+        load = W @ n
+        for _ in range(len(shares)):
+            q = int(n.sum())
+            trial = (load[:, None] + W).max(axis=0) / (q + 1)
+            t = int(np.argmin(trial))
+            if trial[t] >= load.max() / q * (1 - 1e-12):
+                break
+            n[t] += 1
+            load += W[:, t]
+        loss = _loss(n, W, X)
         if best is None or loss < best[2] - 1e-15:
-            best = (n, Q, loss)
-        if loss <= ROUNDING_TARGET or 2 * Q > qmax:
+            best = (n, int(n.sum()), loss)
+        if loss <= ROUNDING_TARGET or 2 * T > qmax:
             return best
-        Q *= 2
+        T *= 2
 
 
 def _root_at_center(tree) -> tuple[int, dict[int, int], dict[int, int], dict]:
