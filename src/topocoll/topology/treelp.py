@@ -246,7 +246,7 @@ class _Master:
 
 def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
                       max_iterations: int = MAX_ITERATIONS,
-                      time_limit: float | None = None, per_round: int = 8,
+                      time_limit: float | None = None, per_round: int = 32,
                       stabilize: float = 0.5) -> TreeLP:
     """The optimal overlapped tree allreduce rate ``X`` and its trees (column generation).
 
