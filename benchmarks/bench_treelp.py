@@ -34,7 +34,8 @@ QUALITY = ["ring:16", "torus:4x4", "torus:4x4x4", "star:16", "fc:8", "hypercube:
            "random:8,spread=30,seed=2", "random:12,spread=10,density=0.6,seed=3",
            "random:16,spread=100,density=0.5,seed=5", "bimodal:12,frac=0.3,seed=1",
            "bimodal:16,slow=1Gbps,frac=0.2,seed=4",
-           "ring:8,contention=0.5,keep=0.2,seed=1", "torus:4x4,contention=0.3,keep=0.3,seed=2"]
+           "random:8,spread=3,contention=0.5,keep=0.2,seed=1",
+           "bimodal:12,frac=0.2,contention=0.3,keep=0.3,seed=2"]
 TIMING = ["ring:8", "dgx:2,gpus=4", "torus:4x4", "random:16,spread=10,density=0.5,seed=1",
           "dgx:4", "bimodal:32,slow=10Gbps,frac=0.125,density=0.26,seed=32",
           "torus:8x8", "random:64,spread=10,density=0.127,seed=64", "dgx:8",
