@@ -103,6 +103,12 @@ def test_star_closed_form_and_slow_hosts_are_leaves(bws):
     if min(bws) <= sum(bws) / (2 * n - 2):
         slow = int(np.argmin(bws))
         assert deg[slow] == pytest.approx(lp.value, rel=1e-9)   # degree 1: a leaf
+        # X reaches the slow host's links, a member-separating cut: proof by the cut
+        assert lp.certificate == "cut"
+    else:
+        assert lp.certificate == "pricing"
+    plain = tree_allreduce_lp(star_topology(bws), use_cut=False)
+    assert plain.certificate == "pricing" and plain.value == pytest.approx(lp.value, rel=1e-9)
 
 
 @pytest.mark.parametrize("spec", ["ring:4", "star:4", "random:4,spread=20,seed=3",

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TopologyError
-from .maxflow import capacity_graph
+from .maxflow import capacity_graph, separating_cut
 
 if TYPE_CHECKING:
     from .core import Topology
@@ -82,6 +82,10 @@ class TreeLP:
         Column-generation iterations (master solves).
     seconds : float
         Wall time of the solve.
+    certificate : str
+        What proved optimality: ``"pricing"`` (no tree has negative reduced cost),
+        ``"cut"`` (``X`` equals the minimum capacity of a cut separating members, which
+        every tree crosses both ways), or ``""`` (not proved; see ``upper``).
     """
 
     members: tuple[int, ...]
@@ -92,6 +96,7 @@ class TreeLP:
     optimal: bool
     iterations: int
     seconds: float
+    certificate: str = ""
 
     @property
     def gap(self) -> float:
@@ -247,7 +252,7 @@ class _Master:
 def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
                       max_iterations: int = MAX_ITERATIONS,
                       time_limit: float | None = None, per_round: int = 32,
-                      stabilize: float = 0.5) -> TreeLP:
+                      stabilize: float = 0.5, use_cut: bool = True) -> TreeLP:
     """The optimal overlapped tree allreduce rate ``X`` and its trees (column generation).
 
     Parameters
@@ -267,7 +272,12 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
     stabilize : float
         Wentges smoothing weight in ``[0, 1)``: pricing first tries
         ``stabilize * best_dual + (1 - stabilize) * master_dual``; optimality is only
-        ever declared by exact pricing at the master's duals.
+        ever declared by exact pricing at the master's duals (or by the cut).
+    use_cut : bool
+        Also bound ``X`` by the minimum member-separating cut
+        (:func:`~topocoll.topology.maxflow.separating_cut`, ``2(N-1)`` max-flows) and
+        stop as soon as the master reaches it (common on heterogeneous graphs, where a
+        slow worker's links are that cut).
 
     Returns
     -------
@@ -302,6 +312,9 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
     cap = cap_int / scale                     # numerically tame: capacities in (0, 1]
     pricer = _Pricer(g)
     master = _Master(cap)
+    unit = float(g.unit) * scale
+    # every tree crosses every member-separating cut in both directions: X <= min cut
+    cut = float(separating_cut(topology, g.members).value) / unit if use_cut else np.inf
     # start from the tree of widest arcs (lengths 1/c) so the master is bounded
     trees: list = []
     keys: set = set()
@@ -315,11 +328,14 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
         return len(new)
 
     take([t for _, t in pricer.batch(1.0 / cap, cap, per_round)])
-    it, optimal, upper = 0, False, np.inf
+    it, optimal, upper, proof = 0, False, cut, ""
     center, center_bound = None, np.inf
     while True:
         x, y, value = master.solve()
         it += 1
+        if value >= cut * (1 - _TOL):
+            optimal, proof = True, "cut"
+            break
         if it >= max_iterations or (
                 time_limit is not None and time.perf_counter() - t0 > time_limit):
             break
@@ -341,12 +357,11 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
         if bound < center_bound:
             center, center_bound = y, bound
         if cost >= 1.0 - _TOL:
-            optimal = True
+            optimal, proof = True, "pricing"
             break
         if not take([t for c, t in found if c < 1.0 - _TOL]):  # pragma: no cover
             break                              # numerically stuck: report the certified gap
-    unit = float(g.unit) * scale
     keep = np.flatnonzero(x > 1e-12 * max(value, 1e-300))
     return TreeLP(g.members, tuple(trees[i] for i in keep), x[keep] * unit, value * unit,
                   max(upper, value) * unit if not optimal else value * unit, optimal, it,
-                  time.perf_counter() - t0)
+                  time.perf_counter() - t0, proof)
