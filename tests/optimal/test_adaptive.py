@@ -26,7 +26,7 @@ M = 2.0**30
                                   "twotier:racks=2,hosts=3,oversub=3"])
 def test_exact_forests_verify_and_overlap_helps(spec):
     t = parse_spec(spec)
-    s = topology_adaptive_allreduce(t, batches=8)
+    s = topology_adaptive_allreduce(t, batches=8, partition="fixed")
     assert s.meta["forests"] == "exact" and verify(s, t).ok
     seq = optimal_allreduce(t, batches=8)
     model = AlphaBeta(bound=False)
@@ -36,7 +36,7 @@ def test_exact_forests_verify_and_overlap_helps(spec):
 
 def test_mwu_fallback_on_contended_switches_reports_gap():
     t = parse_spec("twotier:racks=3,hosts=2,oversub=2,contention=0.5,keep=0.25,seed=1")
-    s = topology_adaptive_allreduce(t, batches=4)
+    s = topology_adaptive_allreduce(t, batches=4, partition="fixed")
     assert s.meta["forests"] == "mwu"
     assert verify(s, t).ok
     g1, g2 = float(s.meta["gap_allgather"]), float(s.meta["gap_reduce_scatter"])
@@ -49,7 +49,7 @@ def test_mwu_is_near_optimal_where_the_exact_packing_exists():
     t = ring(6, bandwidth=1e9)
     p = mwu_packing(t, rounds=24)
     assert 1 - 1e-9 <= mwu_gap(t, p) <= 1.25
-    forced = topology_adaptive_allreduce(t, batches=2, method="mwu")
+    forced = topology_adaptive_allreduce(t, batches=2, method="mwu", partition="fixed")
     assert forced.meta["forests"] == "mwu" and verify(forced, t).ok
 
 

@@ -45,7 +45,16 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, TreeClass, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
-from .forest import DEFAULT_SIZE, TRANSFER_BUDGET, _build, _quantum, _rows, choose_batches
+from .forest import (
+    DEFAULT_SIZE,
+    TRANSFER_BUDGET,
+    _bandwidth,
+    _build,
+    _quantum,
+    _rows,
+    choose_batches,
+)
+from .free_partition import FREE_BUDGET, free_partition_allreduce
 
 __all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS"]
 
@@ -147,10 +156,22 @@ def _forests(topology: Topology, group: tuple[int, ...], method: str):
     return (mwu_packing(topology, group, reverse=True), mwu_packing(topology, group), "mwu")
 
 
+def _fixed_fluid(topology: Topology, pin: Packing, pout: Packing, n: int) -> float:
+    """Seconds per buffer byte of the overlapped fixed-partition forests (joint load)."""
+    bw = _bandwidth(topology)
+    load: dict[tuple[int, int], float] = {}
+    for (a, b), v in pout.arc_loads().items():
+        load[a, b] = load.get((a, b), 0.0) + v / max(pout.per_root.values())
+    for (a, b), v in pin.arc_loads().items():      # in-trees live on the reversed graph
+        load[b, a] = load.get((b, a), 0.0) + v / max(pin.per_root.values())
+    return max(v / bw[h] for h, v in load.items()) / n
+
+
 def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                                 batches: int | None = None, method: str = "auto",
                                 size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                                budget: int = TRANSFER_BUDGET) -> Schedule:
+                                budget: int | None = None,
+                                partition: str = "auto") -> Schedule:
     """Return the overlapped per-worker-tree allreduce.
 
     Parameters
@@ -165,7 +186,15 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
         Forests: exact packings when edge splitting applies ('auto' then picks them),
         else multiplicative weights.
     size, alpha, budget
-        As for :func:`~topocoll.synth.forest.optimal_allgather`.
+        As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget:
+        :data:`~topocoll.synth.forest.TRANSFER_BUDGET` for 'fixed',
+        :data:`~topocoll.synth.free_partition.FREE_BUDGET` for 'free').
+    partition : {'auto', 'free', 'fixed'}
+        'free': the tree-LP optimum with partitions sized by tree rates
+        (:func:`~topocoll.synth.free_partition.free_partition_allreduce`); 'fixed':
+        every worker owns ``1/N`` (the forests above); 'auto': the one with the smaller
+        bandwidth term (fluid seconds per byte, recorded in ``meta``), 'fixed' on ties
+        (its trees are shallower).
 
     Notes
     -----
@@ -178,12 +207,33 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     --------
     >>> from topocoll.topology import ring
     >>> s = topology_adaptive_allreduce(ring(4), batches=4)
-    >>> s.collective.kind, s.num_steps, s.meta["forests"]
-    ('allreduce', 9, 'exact')
+    >>> s.collective.kind, s.num_steps, s.meta["partition"], s.meta["forests"]
+    ('allreduce', 9, 'fixed', 'exact')
+    >>> from topocoll.topology.explicit import from_edges
+    >>> t = from_edges([(i, 4, b) for i, b in enumerate([1e9, 8e9, 8e9, 8e9])],
+    ...                num_ranks=4, num_switches=1, bidirectional=True)
+    >>> topology_adaptive_allreduce(t, batches=4).meta["partition"]   # slow host: a leaf
+    'free'
     """
     group = resolve_group(topology, ranks)
     require(len(group) >= 2, "topology_adaptive needs at least two ranks")
+    require(partition in ("auto", "free", "fixed"),
+            f"partition must be 'auto', 'free' or 'fixed', got {partition!r}")
+    if partition == "free":
+        return free_partition_allreduce(topology, ranks=group, batches=batches, size=size,
+                                        alpha=alpha, budget=budget or FREE_BUDGET)
     pin, pout, used = _forests(topology, group, method)
+    if partition == "auto":
+        fixed = _fixed_fluid(topology, pin, pout, len(group))
+        free = free_partition_allreduce(topology, ranks=group, batches=batches, size=size,
+                                        alpha=alpha, budget=budget or FREE_BUDGET)
+        rate = float(free.meta["lp_rate_Bps"]) / (1 + float(free.meta["rounding_loss"]))
+        why = {"fluid_free_s_per_B": f"{1 / rate:.6g}", "fluid_fixed_s_per_B": f"{fixed:.6g}"}
+        if 1 / rate < fixed * (1 - 1e-9):
+            return free.replace(meta={**free.meta, **why})
+    else:
+        why = {}
+    budget = budget or TRANSFER_BUDGET
     Q = math.lcm(_quantum(pin), _quantum(pout))
     if batches is None:
         rows = _rows(pout, {r: i * Q for i, r in enumerate(group)}, Q, 1)
@@ -198,7 +248,7 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     # broadcast takes the batches in that order, starting right after the first arrives
     agg = reverse(_build(allgather(group, split=split), rin, P), reduce_scatter(group, split))
     bcast = _build(allgather(group, split=split), rout, P, lead=rin.D, flip=True)
-    meta = {"batches": str(P), "forests": used}
+    meta = {"partition": "fixed", "batches": str(P), "forests": used, **why}
     if used == "mwu":
         meta["gap_reduce_scatter"] = f"{mwu_gap(topology, pin, group, reverse=True):.4f}"
         meta["gap_allgather"] = f"{mwu_gap(topology, pout, group):.4f}"
