@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
+from .pipeline import assign_levels
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
@@ -48,6 +49,9 @@ CHUNK_BUDGET = 2_000_000
 #: Default largest number of transfers (rows x steps) when batches are chosen; pass
 #: ``budget=`` for longer pipelines (better at large sizes on deep trees).
 TRANSFER_BUDGET = 3_000
+#: Most tree arcs for which pipeline levels are searched (:func:`_leveled`); larger
+#: packings keep ``level = depth - 1``.
+LEVEL_UNITS = 20_000
 #: Message size (bytes) the default number of batches is chosen for.
 DEFAULT_SIZE = 2.0**30
 
@@ -70,6 +74,8 @@ class _Rows:
     count: np.ndarray       # chunks per batch
     paths: list             # explicit path or None
     Q: int                  # chunks per batch per root
+    unit: np.ndarray | None = None     # tree arc (all its pieces) of each row
+    parent: np.ndarray | None = None   # per unit: the unit of the arc into its tail, or -1
 
     @property
     def D(self) -> int:
@@ -89,10 +95,33 @@ def _quantum(p: Packing) -> int:
     return q
 
 
+def _loopless(path: tuple[int, ...]) -> tuple[int, ...]:
+    """``path`` with every cycle cut out (edge splitting can route an arc through the
+    same switch twice). Only links leave the path, so no load grows and the bandwidth
+    term stays the bound; the latency shrinks.
+
+    >>> _loopless((0, 18, 26, 18, 27, 18, 8))
+    (0, 18, 8)
+    """
+    out: list[int] = []
+    seen: dict[int, int] = {}
+    for v in path:
+        if v in seen:
+            for u in out[seen[v] + 1:]:
+                del seen[u]
+            del out[seen[v] + 1:]
+        else:
+            seen[v] = len(out)
+            out.append(v)
+    return tuple(out)
+
+
 def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
     src, dst, depth, start, count, paths = [], [], [], [], [], []
+    unit, parent = [], []
     offset = dict.fromkeys(p.per_root, 0)
     for tc in p.classes():
+        into: dict[int, int] = {}
         K = p.per_root[tc.root]
         per = tc.mult * Q // K
         first = base[tc.root] + offset[tc.root]
@@ -100,18 +129,23 @@ def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
         dep = tc.depth()
         for x, y, pieces in tc.arcs:
             off = 0
+            into[y] = len(parent)
+            parent.append(into.get(x, -1))
             for path, c in pieces:
+                unit.append(into[y])
                 n = c * Q // K
                 src.append(x)
                 dst.append(y)
                 depth.append(dep[y])
                 start.append(first + off)
                 count.append(n)
+                path = _loopless(path)
                 paths.append(path if len(path) > 2 else None)
                 off += n
     i64 = np.int64
     return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
-                 np.array(start, i64), np.array(count, i64), paths, Q)
+                 np.array(start, i64), np.array(count, i64), paths, Q,
+                 np.array(unit, i64), np.array(parent, i64))
 
 
 def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
@@ -129,6 +163,45 @@ def _bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
     return bw
 
 
+def _entries(rows: _Rows, topology: Topology, reverse_graph: bool
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """Sparse per-batch link busy time of every row: ``(row, link, seconds per chunk)``
+    entries, the longest row latency and the number of distinct links."""
+    bw, lat = _bandwidth(topology), _arc_latency(topology)
+    fl = topology.node_latency
+    keys: dict[tuple[int, int], int] = {}
+    ent_row, ent_link, ent_w = [], [], []
+    ell = 0.0
+    for i in range(len(rows.src)):
+        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
+        hops = list(zip(path, path[1:], strict=False))
+        if reverse_graph:
+            hops = [(b, a) for a, b in hops]
+        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
+            sum(lat[h] for h in hops)
+        ell = max(ell, t)
+        for h in hops:
+            ent_row.append(i)
+            ent_link.append(keys.setdefault(h, len(keys)))
+            ent_w.append(rows.count[i] / bw[h])
+    return (np.array(ent_row, np.int64), np.array(ent_link, np.int64),
+            np.array(ent_w, float), ell, len(keys))
+
+
+def _leveled(rows: _Rows, topology: Topology, reverse_graph: bool) -> _Rows:
+    """``rows`` with each arc's step offset chosen by :func:`~.pipeline.assign_levels`
+    (``depth`` then holds ``level + 1``)."""
+    if rows.unit is None or not len(rows.src) or rows.D < 2 or \
+            len(rows.parent) > LEVEL_UNITS:
+        return rows
+    ent_row, ent_link, ent_w, _, nlinks = _entries(rows, topology, reverse_graph)
+    nu = len(rows.parent)
+    udepth = np.zeros(nu, np.int64)
+    udepth[rows.unit] = rows.depth
+    level = assign_levels(udepth, rows.parent, rows.unit[ent_row], ent_link, ent_w, nlinks)
+    return replace(rows, depth=level[rows.unit] + 1)
+
+
 def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
                    alpha: float = 0.0, reverse_graph: bool = False,
                    budget: int = TRANSFER_BUDGET) -> int:
@@ -140,28 +213,10 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     """
     if not len(rows.src):
         return 1
-    bw, lat = _bandwidth(topology), _arc_latency(topology)
-    fl = topology.node_latency
-    keys: dict[tuple[int, int], int] = {}
+    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
     D = rows.D
-    loads: list[dict[int, float]] = [dict() for _ in range(D + 1)]
-    ell = 0.0
-    for i in range(len(rows.src)):
-        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
-        hops = list(zip(path, path[1:], strict=False))
-        if reverse_graph:
-            hops = [(b, a) for a, b in hops]
-        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
-            sum(lat[h] for h in hops)
-        ell = max(ell, t)
-        for h in hops:
-            j = keys.setdefault(h, len(keys))
-            d = loads[int(rows.depth[i])]
-            d[j] = d.get(j, 0.0) + rows.count[i] / bw[h]
-    L = np.zeros((D + 1, len(keys)))
-    for d in range(1, D + 1):
-        for j, v in loads[d].items():
-            L[d, j] = v
+    L = np.zeros((D + 1, nlinks))
+    np.add.at(L, (rows.depth[ent_row], ent_link), ent_w)
     C = np.cumsum(L, axis=0)
     per_batch = int(rows.count.sum())
     chunk_limit = max(CHUNK_BUDGET, 20 * budget)
@@ -221,14 +276,16 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
         base = {r: i * Q * (batches or 1) for i, r in enumerate(group)}
     else:
         base = {rooted: 0}
-    rows = _rows(packing, base, Q, 1)
+    rows = _leveled(_rows(packing, base, Q, 1), topology, reverse_graph)
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
                                  reverse_graph=reverse_graph, budget=budget)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     if rooted is None:
-        rows = _rows(packing, {r: i * Q * batches for i, r in enumerate(group)}, Q, batches)
+        depth = rows.depth
+        rows = replace(_rows(packing, {r: i * Q * batches for i, r in enumerate(group)}, Q,
+                             batches), depth=depth)
     return rows, batches
 
 
