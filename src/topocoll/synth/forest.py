@@ -37,7 +37,7 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
-from .pipeline import assign_levels
+from .pipeline import assign_levels, batch_units, fill_overhead, pipeline_time
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
@@ -244,12 +244,15 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
 
 
 def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
-           flip: bool = False) -> Schedule:
+           flip: bool = False, units: np.ndarray | None = None) -> Schedule:
     """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
-    reverse order if ``flip``)."""
+    reverse order if ``flip``). Batch ``b`` holds ``units[b]`` chunks per ``Q``-slot
+    (default 1; chunk ``start + u Q + j`` for unit ``u`` of the batch), so the collective's
+    split is ``Q * sum(units)``."""
     b = ScheduleBuilder(coll)
     for _ in range(lead):
         b.new_step()
+    cum = np.arange(P + 1) if units is None else np.concatenate([[0], np.cumsum(units)])
     D = rows.D
     any_path = any(p is not None for p in rows.paths)
     for s in range(P + D - 1):
@@ -260,45 +263,96 @@ def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
         batch = s - (rows.depth[sel] - 1)
         if flip:
             batch = P - 1 - batch
-        first = rows.start[sel] + batch * rows.Q
+        u0, nu = cum[batch], cum[batch + 1] - cum[batch]
+        keep = nu > 0
+        sel, u0, nu = sel[keep], u0[keep], nu[keep]
+        if not len(sel):
+            continue
         cnt = rows.count[sel]
-        ptr = np.concatenate([[0], np.cumsum(cnt)])
-        ids = np.repeat(first - ptr[:-1], cnt) + np.arange(ptr[-1])
+        tot = cnt * nu
+        ptr = np.concatenate([[0], np.cumsum(tot)])
+        local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
+        c = np.repeat(cnt, tot)
+        ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
         paths = [rows.paths[i] for i in sel] if any_path else None
         b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
     return b.build()
 
 
+def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: int, *,
+              alpha: float, reverse_graph: bool, budget: int) -> np.ndarray | None:
+    """Unequal batch sizes (:func:`~.pipeline.batch_units`) for ``P`` or nearby counts
+    that beat ``P`` equal batches under the per-step model of :func:`choose_batches`;
+    None if none does."""
+    if not len(rows.src) or rows.D < 2 or len(rows.src) > LEVEL_UNITS:
+        return None
+    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
+    L = np.zeros((rows.D, nlinks))
+    np.add.at(L, (rows.depth[ent_row] - 1, ent_link), ent_w * chunk_bytes_per_batch)
+    if fill_overhead(L) <= 1e-9:
+        return None
+    step = alpha + ell
+    best, best_u = pipeline_time(L, np.ones(P), step), None
+    per_batch = max(int(rows.count.sum()), 1)
+    chunk_limit = max(CHUNK_BUDGET, 20 * budget)
+    for p in sorted({max(1, P // 4), max(1, P // 2), P}):
+        if p * len(rows.src) > budget and p > 1:
+            continue
+        res = min(16 * p, chunk_limit // per_batch)
+        if res < 2 * p:
+            continue
+        u = batch_units(L, p, res)
+        if u is None:
+            continue
+        t = pipeline_time(L, u, step)
+        if t < best * (1 - 1e-9):
+            best, best_u = t, u
+    return best_u
+
+
 def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
                batches: int | None, size: float, alpha: float, *, rooted: int | None,
-               reverse_graph: bool, budget: int) -> tuple[_Rows, int]:
-    if rooted is None:
-        base = {r: i * Q * (batches or 1) for i, r in enumerate(group)}
-    else:
-        base = {rooted: 0}
-    rows = _leveled(_rows(packing, base, Q, 1), topology, reverse_graph)
+               reverse_graph: bool, budget: int, units: np.ndarray | None = None
+               ) -> tuple[_Rows, int, np.ndarray | None]:
+    """Rows with levels, the batch count and (if unequal) the batch sizes in units."""
+    rows = _leveled(_rows(packing, {r: 0 for r in packing.per_root}, Q, 1), topology,
+                    reverse_graph)
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
                                  reverse_graph=reverse_graph, budget=budget)
+        units = _weighted(rows, topology, per_root_bytes / Q, batches, alpha=alpha,
+                          reverse_graph=reverse_graph, budget=budget)
+        if units is not None:
+            batches = len(units)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
-    if rooted is None:
-        depth = rows.depth
-        rows = replace(_rows(packing, {r: i * Q * batches for i, r in enumerate(group)}, Q,
-                             batches), depth=depth)
-    return rows, batches
+    U = batches if units is None else int(np.sum(units))
+    base = {r: i * Q * U for i, r in enumerate(group)} if rooted is None else {rooted: 0}
+    rows = replace(_rows(packing, base, Q, batches), depth=rows.depth)
+    return rows, batches, units
 
 
 def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None,
-                 budget=TRANSFER_BUDGET):
+                 budget=TRANSFER_BUDGET, units=None):
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
     Q = Q or _quantum(p)
-    rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
-                         reverse_graph=reverse_graph, budget=budget)
-    return group, rows, P
+    rows, P, units = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
+                                reverse_graph=reverse_graph, budget=budget, units=units)
+    return group, rows, P, units
+
+
+def _split(rows: _Rows, P: int, units: np.ndarray | None) -> int:
+    return rows.Q * (P if units is None else int(np.sum(units)))
+
+
+def _meta(rows: _Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, str]:
+    meta = {"batches": str(P), key: str(rows.Q)}
+    if units is not None:
+        meta["batch_units"] = ",".join(str(int(u)) for u in units)
+    return meta
 
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -328,9 +382,10 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s.collective.describe(), s.num_steps
     ('allgather(p=4, k=4)', 4)
     """
-    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, False, None, budget)
-    s = _build(allgather(group, split=rows.Q * P), rows, P)
-    return s.replace(name="optimal", meta={"batches": str(P), "trees_per_root": str(rows.Q)})
+    group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, False, None,
+                                     budget)
+    s = _build(allgather(group, split=_split(rows, P, u)), rows, P, units=u)
+    return s.replace(name="optimal", meta=_meta(rows, P, u, "trees_per_root"))
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -345,10 +400,12 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
     >>> optimal_reduce_scatter(ring(4), batches=1).step(0)[0].op.name
     'REDUCE'
     """
-    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, True, None, budget)
-    fwd = _build(allgather(group, split=rows.Q * P), rows, P)
-    return reverse(fwd, reduce_scatter(group, split=rows.Q * P), name="optimal",
-                   meta={"batches": str(P), "trees_per_root": str(rows.Q)})
+    group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, True, None,
+                                     budget)
+    split = _split(rows, P, u)
+    fwd = _build(allgather(group, split=split), rows, P, units=u)
+    return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
+                   meta=_meta(rows, P, u, "trees_per_root"))
 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -368,14 +425,16 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     Q = math.lcm(_quantum(optimal_packing(topology, group)),
                  _quantum(optimal_packing(topology, group, reverse=True)))
-    _, ag_rows, P = _gather_like(topology, group, batches, size, alpha, False, Q, budget // 2)
-    _, rs_rows, _ = _gather_like(topology, group, P, size, alpha, True, Q)
-    split = Q * P
-    ag = _build(allgather(group, split=split), ag_rows, P)
-    rs = reverse(_build(allgather(group, split=split), rs_rows, P),
+    _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
+                                    budget // 2)
+    _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)
+    split = _split(ag_rows, P, u)
+    ag = _build(allgather(group, split=split), ag_rows, P, units=u)
+    # the reduce-scatter runs its batches in reverse: its small last batches come first
+    rs = reverse(_build(allgather(group, split=split), rs_rows, P, units=u),
                  reduce_scatter(group, split=split))
     return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
-                  meta={"batches": str(P), "trees_per_root": str(Q)})
+                  meta=_meta(ag_rows, P, u, "trees_per_root"))
 
 
 def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
@@ -386,9 +445,9 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = broadcast_packing(topology, root, group, reverse=red)
     Q = _quantum(p)
-    rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
-                         reverse_graph=red, budget=budget)
-    return group, root, rows, P
+    rows, P, u = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
+                            reverse_graph=red, budget=budget)
+    return group, root, rows, P, u
 
 
 def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -405,9 +464,10 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s.collective.split   # four trees: one per direction out of the root
     4
     """
-    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, False, budget)
-    s = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
-    return s.replace(name="optimal", meta={"batches": str(P), "trees": str(rows.Q)})
+    group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, False,
+                                      budget)
+    s = _build(broadcast(group, root=root, split=_split(rows, P, u)), rows, P, units=u)
+    return s.replace(name="optimal", meta=_meta(rows, P, u, "trees"))
 
 
 def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -423,7 +483,9 @@ def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> optimal_reduce(ring(5), root=0, batches=1).collective.kind
     'reduce'
     """
-    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, True, budget)
-    fwd = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
-    return reverse(fwd, reduce(group, root=root, split=rows.Q * P), name="optimal",
-                   meta={"batches": str(P), "trees": str(rows.Q)})
+    group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, True,
+                                      budget)
+    split = _split(rows, P, u)
+    fwd = _build(broadcast(group, root=root, split=split), rows, P, units=u)
+    return reverse(fwd, reduce(group, root=root, split=split), name="optimal",
+                   meta=_meta(rows, P, u, "trees"))

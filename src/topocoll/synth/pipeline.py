@@ -27,11 +27,16 @@ References
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
 
-__all__ = ["fill_overhead", "assign_levels", "LEVEL_WORK"]
+__all__ = ["fill_overhead", "assign_levels", "pipeline_time", "batch_units", "LEVEL_WORK",
+           "LP_CELLS"]
 
 #: Largest ``moves tried x levels x links`` a level search may spend (about a second).
 LEVEL_WORK = 60_000_000
+#: Largest ``steps x links x levels`` (nonzeros) of a batch-size linear program.
+LP_CELLS = 400_000
 
 
 def fill_overhead(L: np.ndarray) -> float:
@@ -152,3 +157,78 @@ def assign_levels(depth: np.ndarray, parent: np.ndarray, ent_row: np.ndarray,
         if not improved:
             break
     return level
+
+
+def pipeline_time(L: np.ndarray, units: np.ndarray, step_cost: float) -> float:
+    """Alpha-beta time of a pipeline whose batch ``b`` holds ``units[b] / sum(units)`` of
+    the data (``L``: levels x links, seconds per link for all the data at that level).
+
+    A step costs ``step_cost`` (overhead plus latency) plus its most loaded link; steps
+    without data cost nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> L = np.array([[1.0, 0.0], [0.0, 1.0]])      # two levels, each on its own link
+    >>> pipeline_time(L, np.array([1, 1]), 0.0)      # three steps of half a batch
+    1.5
+    """
+    units = np.asarray(units, dtype=float)
+    w = units / units.sum()
+    D, P = L.shape[0], len(w)
+    total = 0.0
+    for s in range(P + D - 1):
+        lo, hi = max(0, s - P + 1), min(D - 1, s)
+        ws = w[s - np.arange(lo, hi + 1)]
+        if not np.any(ws > 0):
+            continue
+        total += step_cost + float((ws @ L[lo:hi + 1]).max())
+    return total
+
+
+def batch_units(L: np.ndarray, P: int, resolution: int) -> np.ndarray | None:
+    """Integer batch sizes (units, summing to about ``resolution``) for ``P`` batches
+    that minimize the pipeline's bandwidth time, or None if the program is too big.
+
+    The linear program: weights ``w_b >= 0`` summing to 1 and step times ``t_s`` with
+    ``t_s >= sum_σ w_{s-σ} L[σ, l]`` for every link, minimizing ``sum_s t_s``. Equal
+    batches are feasible, so the optimum is never worse; small first and last batches
+    shorten fill and drain where a link is idle at the first or last levels. Weights are
+    rounded by largest remainder; empty batches are dropped.
+
+    Examples
+    --------
+    Level 0 loads link 0 fully and level 1 loads link 1 at a third: a large first batch
+    and batches shrinking by a third each keep the drain short.
+
+    >>> import numpy as np
+    >>> L = np.array([[1.0, 0.0], [0.0, 1 / 3]])
+    >>> u = batch_units(L, 4, 64)
+    >>> u.tolist(), pipeline_time(L, u, 0.0) < pipeline_time(L, np.ones(4), 0.0)
+    ([43, 14, 5, 2], True)
+    """
+    D, nl = L.shape
+    S = P + D - 1
+    lev, lk = np.nonzero(L)
+    if S * len(lev) > LP_CELLS:
+        return None
+    s = np.arange(S)[:, None]
+    b = s - lev[None, :]                                  # batch in step s at (lev, lk)
+    ok = (b >= 0) & (b < P)
+    rows = (s * nl + lk[None, :])[ok]
+    A = sp.csr_matrix((np.broadcast_to(L[lev, lk], ok.shape)[ok], (rows, b[ok])),
+                      shape=(S * nl, P + S))
+    A = A - sp.csr_matrix((np.ones(S * nl), (np.arange(S * nl), P + np.arange(S * nl) // nl)),
+                          shape=(S * nl, P + S))
+    cost = np.r_[np.zeros(P), np.ones(S)]
+    eq = np.r_[np.ones(P), np.zeros(S)][None, :]
+    res = linprog(cost, A_ub=A, b_ub=np.zeros(S * nl), A_eq=eq, b_eq=[1.0],
+                  bounds=(0, None), method="highs")
+    if res.status != 0:
+        return None
+    x = np.maximum(res.x[:P], 0) * resolution
+    units = np.floor(x).astype(np.int64)
+    short = resolution - int(units.sum())
+    if short > 0:
+        units[np.argsort(-(x - units), kind="stable")[:short]] += 1
+    return units[units > 0]
