@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,11 +37,11 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
-from .pipeline import assign_levels, batch_units, fill_overhead, pipeline_time
+from .pipeline import batch_units, fill_overhead, pipeline_time
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
-           "choose_batches", "CHUNK_BUDGET"]
+           "choose_batches", "CHUNK_BUDGET", "OPTIMAL_BUDGET"]
 
 #: Largest number of (transfer, chunk) entries a schedule with default batches may hold
 #: (or ``20 * budget`` if larger).
@@ -49,9 +49,12 @@ CHUNK_BUDGET = 2_000_000
 #: Default largest number of transfers (rows x steps) when batches are chosen; pass
 #: ``budget=`` for longer pipelines (better at large sizes on deep trees).
 TRANSFER_BUDGET = 3_000
-#: Most tree arcs for which pipeline levels are searched (:func:`_leveled`); larger
-#: packings keep ``level = depth - 1``.
-LEVEL_UNITS = 20_000
+#: The default ``budget`` of the ``optimal_*`` synthesizers: at 1 GiB deep trees want
+#: 32-128 batches (docs/performance.md); building, verifying and costing a 100k-transfer
+#: schedule takes about a second.
+OPTIMAL_BUDGET = 100_000
+#: Most rows (tree arcs) for which unequal batch sizes are searched (:func:`_weighted`).
+WEIGHT_ROWS = 20_000
 #: Message size (bytes) the default number of batches is chosen for.
 DEFAULT_SIZE = 2.0**30
 
@@ -74,8 +77,6 @@ class _Rows:
     count: np.ndarray       # chunks per batch
     paths: list             # explicit path or None
     Q: int                  # chunks per batch per root
-    unit: np.ndarray | None = None     # tree arc (all its pieces) of each row
-    parent: np.ndarray | None = None   # per unit: the unit of the arc into its tail, or -1
 
     @property
     def D(self) -> int:
@@ -118,10 +119,8 @@ def _loopless(path: tuple[int, ...]) -> tuple[int, ...]:
 
 def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
     src, dst, depth, start, count, paths = [], [], [], [], [], []
-    unit, parent = [], []
     offset = dict.fromkeys(p.per_root, 0)
     for tc in p.classes():
-        into: dict[int, int] = {}
         K = p.per_root[tc.root]
         per = tc.mult * Q // K
         first = base[tc.root] + offset[tc.root]
@@ -129,10 +128,7 @@ def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
         dep = tc.depth()
         for x, y, pieces in tc.arcs:
             off = 0
-            into[y] = len(parent)
-            parent.append(into.get(x, -1))
             for path, c in pieces:
-                unit.append(into[y])
                 n = c * Q // K
                 src.append(x)
                 dst.append(y)
@@ -144,8 +140,7 @@ def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
                 off += n
     i64 = np.int64
     return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
-                 np.array(start, i64), np.array(count, i64), paths, Q,
-                 np.array(unit, i64), np.array(parent, i64))
+                 np.array(start, i64), np.array(count, i64), paths, Q)
 
 
 def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
@@ -186,20 +181,6 @@ def _entries(rows: _Rows, topology: Topology, reverse_graph: bool
             ent_w.append(rows.count[i] / bw[h])
     return (np.array(ent_row, np.int64), np.array(ent_link, np.int64),
             np.array(ent_w, float), ell, len(keys))
-
-
-def _leveled(rows: _Rows, topology: Topology, reverse_graph: bool) -> _Rows:
-    """``rows`` with each arc's step offset chosen by :func:`~.pipeline.assign_levels`
-    (``depth`` then holds ``level + 1``)."""
-    if rows.unit is None or not len(rows.src) or rows.D < 2 or \
-            len(rows.parent) > LEVEL_UNITS:
-        return rows
-    ent_row, ent_link, ent_w, _, nlinks = _entries(rows, topology, reverse_graph)
-    nu = len(rows.parent)
-    udepth = np.zeros(nu, np.int64)
-    udepth[rows.unit] = rows.depth
-    level = assign_levels(udepth, rows.parent, rows.unit[ent_row], ent_link, ent_w, nlinks)
-    return replace(rows, depth=level[rows.unit] + 1)
 
 
 def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
@@ -284,7 +265,7 @@ def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: 
     """Unequal batch sizes (:func:`~.pipeline.batch_units`) for ``P`` or nearby counts
     that beat ``P`` equal batches under the per-step model of :func:`choose_batches`;
     None if none does."""
-    if not len(rows.src) or rows.D < 2 or len(rows.src) > LEVEL_UNITS:
+    if not len(rows.src) or rows.D < 2 or len(rows.src) > WEIGHT_ROWS:
         return None
     ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
     L = np.zeros((rows.D, nlinks))
@@ -315,8 +296,7 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
                reverse_graph: bool, budget: int, units: np.ndarray | None = None
                ) -> tuple[_Rows, int, np.ndarray | None]:
     """Rows with levels, the batch count and (if unequal) the batch sizes in units."""
-    rows = _leveled(_rows(packing, {r: 0 for r in packing.per_root}, Q, 1), topology,
-                    reverse_graph)
+    rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
@@ -328,7 +308,7 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     U = batches if units is None else int(np.sum(units))
     base = {r: i * Q * U for i, r in enumerate(group)} if rooted is None else {rooted: 0}
-    rows = replace(_rows(packing, base, Q, batches), depth=rows.depth)
+    rows = _rows(packing, base, Q, batches)
     return rows, batches, units
 
 
@@ -357,7 +337,7 @@ def _meta(rows: _Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, 
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
     Parameters
@@ -390,7 +370,7 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
-                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+                           alpha: float = 0.0, budget: int = OPTIMAL_BUDGET) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
 
@@ -410,7 +390,7 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
     Examples
@@ -453,7 +433,7 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int)
 def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
                       root: int | None = None, batches: int | None = None,
                       size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                      budget: int = TRANSFER_BUDGET) -> Schedule:
+                      budget: int = OPTIMAL_BUDGET) -> Schedule:
     """Return the optimal pipelined broadcast: ``λ = min_v maxflow(root -> v)``
     arc-disjoint spanning trees (Edmonds), each carrying ``1/λ`` of the buffer.
 
@@ -473,7 +453,7 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
 def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                    root: int | None = None, batches: int | None = None,
                    size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                   budget: int = TRANSFER_BUDGET) -> Schedule:
+                   budget: int = OPTIMAL_BUDGET) -> Schedule:
     """Return the optimal pipelined reduce: broadcast trees of the reversed graph, run
     backwards (rate ``min_v maxflow(v -> root)``).
 
