@@ -2,7 +2,7 @@
 
 Run with::
 
-    .venv/bin/python benchmarks/bench_optimal.py [--quick]
+    .venv/bin/python benchmarks/bench_optimal.py [--quick] [--only timing|quality]
 
 Prints two Markdown tables. Timing: each case in a fresh subprocess after the numba
 max-flow kernel is compiled (cached on disk), wall clock.
@@ -95,6 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--case", nargs=2)
+    ap.add_argument("--only", choices=["timing", "quality"])
     a = ap.parse_args()
     if a.case:
         fn, spec = a.case
@@ -103,6 +104,13 @@ def main() -> None:
     timing = [s for s in TIMING if not (a.quick and "16x16x16" in s)]
     print(f"machine: {platform.processor() or platform.machine()}, python "
           f"{platform.python_version()}\n")
+    if a.only != "quality":
+        _timing_table(timing)
+    if a.only != "timing":
+        _quality_table(QUALITY[:6] if a.quick else QUALITY)
+
+
+def _timing_table(timing: list[str]) -> None:
     print("| topology | ranks | nodes | x* (s/B per block byte) | ranks in cut | max-flows "
           "| optimum (s) | trees (s) | tree classes |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -111,12 +119,15 @@ def main() -> None:
         trees = "n/a" if r["trees_s"] is None else f"{r['trees_s']:.2f}"
         print(f"| {r['topology']} | {r['ranks']} | {r['nodes']} | {r['x']} | {r['cut']} | "
               f"{r['flows']} | {r['optimum_s']:.2f} | {trees} | {r['classes'] or 'n/a'} |")
+
+
+def _quality_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound (1.000 = optimal); "
-          "default = 3k-transfer budget, long = 400k\n")
+          "default = 100k-transfer budget (OPTIMAL_BUDGET), long = 400k\n")
     print("| topology | ranks | AG default | AG long | RS default | RS long | AR default "
           "| AR long | adaptive AR long |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for spec in QUALITY[:6] if a.quick else QUALITY:
+    for spec in specs:
         r = _sub("quality", spec)
         cells = [f"{r[k]:.3f}" for k in ("allgather_default", "allgather_long",
                                            "reduce_scatter_default", "reduce_scatter_long",

@@ -13,7 +13,10 @@ allgather; broadcast and reduce use Edmonds' ``λ`` arborescences from the root.
 
 The number of batches ``P`` comes from the alpha-beta model of the pipeline itself:
 step ``s`` costs ``alpha + ℓ + max_e load_e(s)/c_e`` (``ℓ`` the longest arc latency),
-evaluated exactly per step for ``P = 1, 2, 4, ...`` within a budget of chunk entries.
+evaluated exactly per step for ``P = 1, 2, 4, ...`` within a budget of chunk entries;
+then unequal batch sizes (:func:`~topocoll.synth.pipeline.batch_units`, a linear
+program on the same per-step model) replace equal ones when they are faster. Switch
+paths are used without the cycles that chained edge splits leave in them.
 
 References
 ----------
