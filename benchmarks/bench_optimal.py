@@ -66,6 +66,7 @@ def run_quality(spec: str) -> dict:
     from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
     from topocoll.cost.bounds import cut_bound
+    from topocoll.errors import NotSupportedError
     from topocoll.synth import find_synthesizer
 
     t = _topology(spec)
@@ -80,6 +81,11 @@ def run_quality(spec: str) -> dict:
         for label, kw in (("default", {}), ("long", {"budget": 400_000})):
             s = syn(t, **kw)
             row[f"{kind}_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
+    try:
+        s = find_synthesizer("optimal", "allgather")(t, pipeline="fluid")
+        row["allgather_fluid"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex["allgather"]
+    except NotSupportedError:                      # too many tree arcs for the LP
+        row["allgather_fluid"] = None
     ad = find_synthesizer("topology_adaptive", "allreduce")(t, budget=400_000)
     row["adaptive_long"] = AlphaBeta(bound=False).evaluate(ad, t, M).time / ex["allreduce"]
     return row
@@ -125,14 +131,16 @@ def _quality_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound (1.000 = optimal); "
           "default = 100k-transfer budget (OPTIMAL_BUDGET), long = 400k\n")
     print("| topology | ranks | AG default | AG long | RS default | RS long | AR default "
-          "| AR long | adaptive AR long |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| AR long | adaptive AR long | AG fluid |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for spec in specs:
         r = _sub("quality", spec)
         cells = [f"{r[k]:.3f}" for k in ("allgather_default", "allgather_long",
                                            "reduce_scatter_default", "reduce_scatter_long",
                                            "allreduce_default", "allreduce_long",
                                            "adaptive_long")]
+        fl = r["allgather_fluid"]
+        cells.append("n/a" if fl is None else f"{fl:.3f}")
         print(f"| {r['topology']} | {r['ranks']} | " + " | ".join(cells) + " |")
 
 

@@ -40,7 +40,13 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
-from .pipeline import batch_units, fill_overhead, pipeline_time
+from .pipeline import (
+    batch_units,
+    fill_overhead,
+    fluid_counts,
+    fluid_sends,
+    pipeline_time,
+)
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
@@ -56,6 +62,14 @@ TRANSFER_BUDGET = 3_000
 #: 32-128 batches (docs/performance.md); building, verifying and costing a 100k-transfer
 #: schedule takes about a second.
 OPTIMAL_BUDGET = 100_000
+#: How the trees are pipelined: equal or LP-sized batches, or per-arc sends from a
+#: time-expanded LP (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve).
+PIPELINES = ("batches", "fluid")
+#: Most tree arcs (classes x arcs) a ``pipeline="fluid"`` program is built for
+#: (dgx-a100:2 has 1,135 and takes minutes on 2 shared cores).
+FLUID_MAX_ARCS = 2_000
+#: Chunks per ``Q``-slot of a ``pipeline="fluid"`` schedule (its rounding step).
+FLUID_RESOLUTION = 1024
 #: Most rows (tree arcs) for which unequal batch sizes are searched (:func:`_weighted`).
 WEIGHT_ROWS = 20_000
 #: Message size (bytes) the default number of batches is chosen for.
@@ -144,6 +158,19 @@ def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
     i64 = np.int64
     return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
                  np.array(start, i64), np.array(count, i64), paths, Q)
+
+
+def _units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of :func:`_rows` its tree arc (all pieces of one arc share it), and per
+    arc the arc into its tail (-1 at the root); parents come first."""
+    unit, parent = [], []
+    for tc in p.classes():
+        into: dict[int, int] = {}
+        for x, y, pieces in tc.arcs:
+            into[y] = len(parent)
+            parent.append(into.get(x, -1))
+            unit.extend([into[y]] * len(pieces))
+    return np.array(unit, np.int64), np.array(parent, np.int64)
 
 
 def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
@@ -263,6 +290,61 @@ def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
     return b.build()
 
 
+def _build_fluid(coll: Collective, rows: _Rows, unit: np.ndarray, K: np.ndarray) -> Schedule:
+    """Row ``i`` sends units ``K[unit[i], s]`` to ``K[unit[i], s + 1]`` (each ``Q``-slot's
+    chunk ``start + u Q + j``) in step ``s``; the split is ``Q * K[:, -1].max()``."""
+    b = ScheduleBuilder(coll)
+    any_path = any(p is not None for p in rows.paths)
+    for s in range(K.shape[1] - 1):
+        b.new_step()
+        u0 = K[unit, s]
+        nu = K[unit, s + 1] - u0
+        sel = np.flatnonzero(nu > 0)
+        if not len(sel):
+            continue
+        u0, nu, cnt = u0[sel], nu[sel], rows.count[sel]
+        tot = cnt * nu
+        ptr = np.concatenate([[0], np.cumsum(tot)])
+        local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
+        c = np.repeat(cnt, tot)
+        ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
+        paths = [rows.paths[i] for i in sel] if any_path else None
+        b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
+    return b.build()
+
+
+def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
+           size: float, alpha: float, *, reverse_graph: bool, steps: int | None,
+           resolution: int = FLUID_RESOLUTION) -> tuple[_Rows, np.ndarray, np.ndarray]:
+    """Rows, their arcs and the integer cumulative sends (:func:`~.pipeline.fluid_sends`)
+    for ``steps`` steps, or the best of a few horizons by ``bandwidth + steps (alpha +
+    ℓ)`` if ``steps`` is None."""
+    rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
+    unit, parent = _units(packing)
+    require(len(parent) <= FLUID_MAX_ARCS,
+            f"pipeline='fluid' needs one LP column per tree arc and step; {topology.name} "
+            f"has {len(parent)} tree arcs (limit {FLUID_MAX_ARCS})")
+    ent_row, ent_link, ent_w, ell, _ = _entries(rows, topology, reverse_graph)
+    chunk = size / len(group) / Q
+    D = rows.D
+    horizons = [steps] if steps is not None else [D + e for e in (1, 3, 7)]
+    best = None
+    for H in horizons:
+        require(isinstance(H, int) and H >= D, f"steps must be >= the tree depth {D}, got {H}")
+        sol = fluid_sends(parent, unit[ent_row], ent_link, ent_w * chunk, H)
+        if sol is None:
+            break
+        t = sol[1] + H * (alpha + ell)
+        if best is not None and t >= best[0]:
+            break
+        best = (t, sol[0])
+    require(best is not None, f"the fluid pipeline program was not solved for {topology.name}")
+    K = fluid_counts(best[1], parent, resolution)
+    require(K is not None, "fluid pipeline: rounding left an arc short (numerical)")
+    base = {r: i * Q * resolution for i, r in enumerate(group)}
+    return _rows(packing, base, Q, resolution), unit, K
+
+
 def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: int, *,
               alpha: float, reverse_graph: bool, budget: int) -> np.ndarray | None:
     """Unequal batch sizes (:func:`~.pipeline.batch_units`) for ``P`` or nearby counts
@@ -338,9 +420,30 @@ def _meta(rows: _Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, 
     return meta
 
 
+def _fluid_forward(topology, ranks, size, alpha, reverse_graph: bool, steps, Q=None
+                   ) -> tuple[tuple[int, ...], Schedule, int, int]:
+    """The allgather-shaped fluid pipeline (of the reversed graph if ``reverse_graph``):
+    group, schedule, split and steps."""
+    group = resolve_group(topology, ranks)
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    p = optimal_packing(topology, group, reverse=reverse_graph)
+    Q = Q or _quantum(p)
+    rows, unit, K = _fluid(topology, group, p, Q, size, alpha, reverse_graph=reverse_graph,
+                           steps=steps)
+    split = Q * FLUID_RESOLUTION
+    return group, _build_fluid(allgather(group, split=split), rows, unit, K), split, \
+        K.shape[1] - 1
+
+
+def _check_pipeline(pipeline: str) -> None:
+    require(pipeline in PIPELINES, f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
+
+
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET) -> Schedule:
+                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET,
+                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
     Parameters
@@ -357,6 +460,14 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         Message size and overhead the default ``P`` is chosen for.
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
+    pipeline : {'batches', 'fluid'}
+        'batches': ``P`` batches down the trees (sizes from :func:`choose_batches` and
+        :func:`~topocoll.synth.pipeline.batch_units`). 'fluid': every tree arc spreads its
+        data over ``steps`` steps as the time-expanded LP of
+        :func:`~topocoll.synth.pipeline.fluid_sends` says (closer to the bound on
+        switched fabrics at 1 GiB, but seconds to a minute per schedule).
+    steps : int, optional
+        Horizon of the fluid pipeline (default: the best of depth + 1, 3, 7).
 
     Examples
     --------
@@ -364,7 +475,13 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s = optimal_allgather(ring(4), batches=2)
     >>> s.collective.describe(), s.num_steps
     ('allgather(p=4, k=4)', 4)
+    >>> optimal_allgather(ring(4), pipeline="fluid", steps=4).num_steps
+    4
     """
+    _check_pipeline(pipeline)
+    if pipeline == "fluid":
+        group, s, _, H = _fluid_forward(topology, ranks, size, alpha, False, steps)
+        return s.replace(name="optimal", meta={"pipeline": "fluid", "steps": str(H)})
     group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, False, None,
                                      budget)
     s = _build(allgather(group, split=_split(rows, P, u)), rows, P, units=u)
@@ -373,7 +490,8 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
-                           alpha: float = 0.0, budget: int = OPTIMAL_BUDGET) -> Schedule:
+                           alpha: float = 0.0, budget: int = OPTIMAL_BUDGET,
+                           pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
 
@@ -383,6 +501,11 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
     >>> optimal_reduce_scatter(ring(4), batches=1).step(0)[0].op.name
     'REDUCE'
     """
+    _check_pipeline(pipeline)
+    if pipeline == "fluid":
+        group, fwd, split, H = _fluid_forward(topology, ranks, size, alpha, True, steps)
+        return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
+                       meta={"pipeline": "fluid", "steps": str(H)})
     group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, True, None,
                                      budget)
     split = _split(rows, P, u)
@@ -393,7 +516,8 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET) -> Schedule:
+                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET,
+                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
     Examples
@@ -408,6 +532,13 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     Q = math.lcm(_quantum(optimal_packing(topology, group)),
                  _quantum(optimal_packing(topology, group, reverse=True)))
+    _check_pipeline(pipeline)
+    if pipeline == "fluid":
+        _, ag, split, H = _fluid_forward(topology, group, size, alpha, False, steps, Q)
+        _, rs_fwd, _, H2 = _fluid_forward(topology, group, size, alpha, True, steps, Q)
+        rs = reverse(rs_fwd, reduce_scatter(group, split=split))
+        return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
+                      meta={"pipeline": "fluid", "steps": f"{H2}+{H}"})
     _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
                                     budget // 2)
     _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)

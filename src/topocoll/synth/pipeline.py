@@ -135,3 +135,119 @@ def batch_units(L: np.ndarray, P: int, resolution: int) -> np.ndarray | None:
     if short > 0:
         units[np.argsort(-(x - units), kind="stable")[:short]] += 1
     return units[units > 0]
+
+
+def fluid_sends(parent: np.ndarray, ent_unit: np.ndarray, ent_link: np.ndarray,
+                ent_w: np.ndarray, steps: int, *, time_limit: float = 120.0
+                ) -> tuple[np.ndarray, float] | None:
+    """The best step-by-step sending of every tree arc over ``steps`` steps.
+
+    Time-expanded linear program over cumulative shares ``y[a, s]`` (the part of its
+    class's data arc ``a`` has sent by the end of step ``s``): non-decreasing, 1 at the
+    last step, and causal, ``y[a, s] <= y[parent(a), s - 1]`` (``y[a, 0] = 0`` below a
+    root arc). Step ``s`` costs ``t_s >= sum_a w[a, l] (y[a, s] - y[a, s - 1])`` for every
+    link ``l``; the program minimizes ``sum_s t_s``. Unlike batches, each arc spreads its
+    data over the steps on its own, so a root's out-links need not be full at level 0.
+
+    Parameters
+    ----------
+    parent : ndarray of int
+        Per arc, the arc into its tail, or -1 (root arc); parents come first.
+    ent_unit, ent_link, ent_w : ndarray
+        Arc ``ent_unit[i]`` keeps link ``ent_link[i]`` busy ``ent_w[i]`` seconds for its
+        whole class's data.
+    steps : int
+        Horizon (at least the deepest arc's depth).
+    time_limit : float
+        Seconds HiGHS may spend.
+
+    Returns
+    -------
+    (ndarray, float) or None
+        ``y`` (arcs x steps) and the bandwidth time ``sum_s t_s``; None if the program
+        was not solved to optimality.
+
+    Examples
+    --------
+    A two-arc path with both arcs on one link: the second arc forwards only what the
+    first sent a step earlier, so in two steps arc 0 sends everything first, then
+    arc 1 (the link is busy 2 s in total either way):
+
+    >>> import numpy as np
+    >>> y, t = fluid_sends(np.array([-1, 0]), np.array([0, 1]), np.array([0, 0]),
+    ...                    np.array([1.0, 1.0]), 2)
+    >>> np.round(y, 6).tolist(), round(t, 6)
+    ([[1.0, 1.0], [0.0, 1.0]], 2.0)
+    """
+    nu, H = len(parent), int(steps)
+    nl = int(ent_link.max()) + 1
+    NV = nu * H + H
+    rows, cols, vals = [], [], []
+    r = 0
+    # monotone: y[a, s-1] - y[a, s] <= 0
+    a = np.repeat(np.arange(nu), H - 1)
+    s = np.tile(np.arange(1, H), nu)
+    k = np.arange(len(a)) + r
+    rows += [k, k]
+    cols += [a * H + s - 1, a * H + s]
+    vals += [np.ones(len(a)), -np.ones(len(a))]
+    r += len(a)
+    # causality: y[a, s] - y[p, s-1] <= 0 (s = 0: y[a, 0] <= 0)
+    ch = np.flatnonzero(parent >= 0)
+    a = np.repeat(ch, H)
+    s = np.tile(np.arange(H), len(ch))
+    k = np.arange(len(a)) + r
+    m = s > 0
+    rows += [k, k[m]]
+    cols += [a * H + s, parent[a[m]] * H + s[m] - 1]
+    vals += [np.ones(len(a)), -np.ones(int(m.sum()))]
+    r += len(a)
+    # step loads: sum_a w (y[a, s] - y[a, s-1]) - t_s <= 0
+    S = np.arange(H)
+    rr = r + S[None, :] * nl + ent_link[:, None]
+    rows += [rr.ravel(), rr[:, 1:].ravel()]
+    cols += [(ent_unit[:, None] * H + S[None, :]).ravel(),
+             (ent_unit[:, None] * H + S[None, 1:] - 1).ravel()]
+    vals += [np.repeat(ent_w, H), -np.repeat(ent_w, H - 1)]
+    k = r + np.arange(H * nl)
+    rows.append(k)
+    cols.append(nu * H + np.arange(H * nl) // nl)
+    vals.append(-np.ones(H * nl))
+    r += H * nl
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(r, NV))
+    eq = sp.csr_matrix((np.ones(nu), (np.arange(nu), np.arange(nu) * H + H - 1)),
+                       shape=(nu, NV))
+    cost = np.r_[np.zeros(nu * H), np.ones(H)]
+    res = linprog(cost, A_ub=A, b_ub=np.zeros(r), A_eq=eq, b_eq=np.ones(nu), bounds=(0, 1),
+                  method="highs-ipm", options={"time_limit": float(time_limit)})
+    if res.status != 0:
+        return None
+    return res.x[:nu * H].reshape(nu, H), float(res.fun)
+
+
+def fluid_counts(y: np.ndarray, parent: np.ndarray, resolution: int) -> np.ndarray | None:
+    """Integer cumulative sends ``K[a, s]`` (units of ``1/resolution`` of a class's data,
+    ``K[a, -1] = 0`` prepended) from the shares of :func:`fluid_sends`: rounded to the
+    nearest unit (so a step's amount is off by less than one unit), non-decreasing and
+    causal (``K[a, s] <= K[parent, s - 1]``); None if rounding leaves
+    some arc short of ``resolution`` at the last step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([[0.5, 1.0, 1.0], [0.0, 0.5, 1.0]])
+    >>> fluid_counts(y, np.array([-1, 0]), 4).tolist()
+    [[0, 2, 4, 4], [0, 0, 2, 4]]
+    """
+    nu, H = y.shape
+    K = np.floor(y * resolution + 0.5).astype(np.int64)
+    K = np.maximum.accumulate(np.minimum(K, resolution), axis=1)
+    for a in range(nu):
+        p = parent[a]
+        if p >= 0:
+            K[a, 0] = 0
+            K[a, 1:] = np.minimum(K[a, 1:], K[p, :-1])
+    if np.any(K[:, -1] != resolution):
+        return None
+    return np.concatenate([np.zeros((nu, 1), np.int64), K], axis=1)
