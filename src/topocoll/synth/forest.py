@@ -329,12 +329,14 @@ def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
     D = rows.D
     horizons = [steps] if steps is not None else [D + e for e in (1, 3, 7)]
     best = None
+    w = ent_w * chunk
+    norm = float(np.bincount(ent_link, weights=w).max())   # LP in units of the bound
     for H in horizons:
         require(isinstance(H, int) and H >= D, f"steps must be >= the tree depth {D}, got {H}")
-        sol = fluid_sends(parent, unit[ent_row], ent_link, ent_w * chunk, H)
+        sol = fluid_sends(parent, unit[ent_row], ent_link, w / norm, H)
         if sol is None:
             break
-        t = sol[1] + H * (alpha + ell)
+        t = sol[1] * norm + H * (alpha + ell)
         if best is not None and t >= best[0]:
             break
         best = (t, sol[0])
