@@ -78,7 +78,8 @@ def run_quality(spec: str) -> dict:
     row = {"topology": spec, "ranks": t.num_ranks}
     for kind in ("allgather", "reduce_scatter", "allreduce"):
         syn = find_synthesizer("optimal", kind)
-        for label, kw in (("default", {}), ("long", {"budget": 400_000})):
+        for label, kw in (("default", {}), ("long", {"budget": 400_000}),
+                          ("weighted", {"budget": 400_000, "pipeline": "weighted"})):
             s = syn(t, **kw)
             row[f"{kind}_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
     try:
@@ -129,10 +130,11 @@ def _timing_table(timing: list[str]) -> None:
 
 def _quality_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound (1.000 = optimal); "
-          "default = 100k-transfer budget (OPTIMAL_BUDGET), long = 400k\n")
+          "default = 3k-transfer budget, long = 400k, "
+          "weighted = 400k with pipeline=\"weighted\"\n")
     print("| topology | ranks | AG default | AG long | RS default | RS long | AR default "
-          "| AR long | adaptive AR long | AG fluid |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| AR long | adaptive AR long | AG fluid | AG weighted | AR weighted |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for spec in specs:
         r = _sub("quality", spec)
         cells = [f"{r[k]:.3f}" for k in ("allgather_default", "allgather_long",
@@ -141,6 +143,7 @@ def _quality_table(specs: list[str]) -> None:
                                            "adaptive_long")]
         fl = r["allgather_fluid"]
         cells.append("n/a" if fl is None else f"{fl:.3f}")
+        cells += [f"{r['allgather_weighted']:.3f}", f"{r['allreduce_weighted']:.3f}"]
         print(f"| {r['topology']} | {r['ranks']} | " + " | ".join(cells) + " |")
 
 

@@ -14,8 +14,9 @@ allgather; broadcast and reduce use Edmonds' ``λ`` arborescences from the root.
 The number of batches ``P`` comes from the alpha-beta model of the pipeline itself:
 step ``s`` costs ``alpha + ℓ + max_e load_e(s)/c_e`` (``ℓ`` the longest arc latency),
 evaluated exactly per step for ``P = 1, 2, 4, ...`` within a budget of chunk entries;
-then unequal batch sizes (:func:`~topocoll.synth.pipeline.batch_units`, a linear
-program on the same per-step model) replace equal ones when they are faster. Switch
+with ``pipeline="weighted"`` unequal batch sizes (:func:`~topocoll.synth.pipeline.
+batch_units`, a linear program on the same per-step model) replace equal ones when
+they are faster. Switch
 paths are used without the cycles that chained edge splits leave in them.
 
 References
@@ -50,7 +51,7 @@ from .pipeline import (
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
-           "choose_batches", "CHUNK_BUDGET", "OPTIMAL_BUDGET"]
+           "choose_batches", "CHUNK_BUDGET"]
 
 #: Largest number of (transfer, chunk) entries a schedule with default batches may hold
 #: (or ``20 * budget`` if larger).
@@ -58,13 +59,10 @@ CHUNK_BUDGET = 2_000_000
 #: Default largest number of transfers (rows x steps) when batches are chosen; pass
 #: ``budget=`` for longer pipelines (better at large sizes on deep trees).
 TRANSFER_BUDGET = 3_000
-#: The default ``budget`` of the ``optimal_*`` synthesizers: at 1 GiB deep trees want
-#: 32-128 batches (docs/performance.md); building, verifying and costing a 100k-transfer
-#: schedule takes about a second.
-OPTIMAL_BUDGET = 100_000
-#: How the trees are pipelined: equal or LP-sized batches, or per-arc sends from a
-#: time-expanded LP (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve).
-PIPELINES = ("batches", "fluid")
+#: How the trees are pipelined: equal batches, LP-sized batches (more chunks: ``16 P``
+#: per slot, too many for MSCCL export), or per-arc sends from a time-expanded LP
+#: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve).
+PIPELINES = ("batches", "weighted", "fluid")
 #: Most tree arcs (classes x arcs) a ``pipeline="fluid"`` program is built for
 #: (dgx-a100:2 has 1,135 and takes minutes on 2 shared cores).
 FLUID_MAX_ARCS = 2_000
@@ -380,16 +378,17 @@ def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: 
 
 def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
                batches: int | None, size: float, alpha: float, *, rooted: int | None,
-               reverse_graph: bool, budget: int, units: np.ndarray | None = None
-               ) -> tuple[_Rows, int, np.ndarray | None]:
+               reverse_graph: bool, budget: int, units: np.ndarray | None = None,
+               weighted: bool = False) -> tuple[_Rows, int, np.ndarray | None]:
     """Rows with levels, the batch count and (if unequal) the batch sizes in units."""
     rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
                                  reverse_graph=reverse_graph, budget=budget)
-        units = _weighted(rows, topology, per_root_bytes / Q, batches, alpha=alpha,
-                          reverse_graph=reverse_graph, budget=budget)
+        if weighted:
+            units = _weighted(rows, topology, per_root_bytes / Q, batches, alpha=alpha,
+                              reverse_graph=reverse_graph, budget=budget)
         if units is not None:
             batches = len(units)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
@@ -400,14 +399,15 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
 
 
 def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None,
-                 budget=TRANSFER_BUDGET, units=None):
+                 budget=TRANSFER_BUDGET, units=None, weighted=False):
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
     Q = Q or _quantum(p)
     rows, P, units = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
-                                reverse_graph=reverse_graph, budget=budget, units=units)
+                                reverse_graph=reverse_graph, budget=budget, units=units,
+                                weighted=weighted)
     return group, rows, P, units
 
 
@@ -444,7 +444,7 @@ def _check_pipeline(pipeline: str) -> None:
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET,
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
@@ -462,9 +462,11 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         Message size and overhead the default ``P`` is chosen for.
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
-    pipeline : {'batches', 'fluid'}
-        'batches': ``P`` batches down the trees (sizes from :func:`choose_batches` and
-        :func:`~topocoll.synth.pipeline.batch_units`). 'fluid': every tree arc spreads its
+    pipeline : {'batches', 'weighted', 'fluid'}
+        'batches': ``P`` equal batches down the trees (:func:`choose_batches`).
+        'weighted': then unequal batch sizes from
+        :func:`~topocoll.synth.pipeline.batch_units` where they are faster (more chunks
+        per block). 'fluid': every tree arc spreads its
         data over ``steps`` steps as the time-expanded LP of
         :func:`~topocoll.synth.pipeline.fluid_sends` says (closer to the bound on
         switched fabrics at 1 GiB, but seconds to a minute per schedule).
@@ -485,14 +487,14 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         group, s, _, H = _fluid_forward(topology, ranks, size, alpha, False, steps)
         return s.replace(name="optimal", meta={"pipeline": "fluid", "steps": str(H)})
     group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, False, None,
-                                     budget)
+                                     budget, weighted=pipeline == "weighted")
     s = _build(allgather(group, split=_split(rows, P, u)), rows, P, units=u)
     return s.replace(name="optimal", meta=_meta(rows, P, u, "trees_per_root"))
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
-                           alpha: float = 0.0, budget: int = OPTIMAL_BUDGET,
+                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                            pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
@@ -509,7 +511,7 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
         return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
                        meta={"pipeline": "fluid", "steps": str(H)})
     group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, True, None,
-                                     budget)
+                                     budget, weighted=pipeline == "weighted")
     split = _split(rows, P, u)
     fwd = _build(allgather(group, split=split), rows, P, units=u)
     return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
@@ -518,7 +520,7 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = OPTIMAL_BUDGET,
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
@@ -542,7 +544,7 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
         return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
                       meta={"pipeline": "fluid", "steps": f"{H2}+{H}"})
     _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
-                                    budget // 2)
+                                    budget // 2, weighted=pipeline == "weighted")
     _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)
     split = _split(ag_rows, P, u)
     ag = _build(allgather(group, split=split), ag_rows, P, units=u)
@@ -569,7 +571,7 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int)
 def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
                       root: int | None = None, batches: int | None = None,
                       size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                      budget: int = OPTIMAL_BUDGET) -> Schedule:
+                      budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the optimal pipelined broadcast: ``λ = min_v maxflow(root -> v)``
     arc-disjoint spanning trees (Edmonds), each carrying ``1/λ`` of the buffer.
 
@@ -589,7 +591,7 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
 def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                    root: int | None = None, batches: int | None = None,
                    size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                   budget: int = OPTIMAL_BUDGET) -> Schedule:
+                   budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the optimal pipelined reduce: broadcast trees of the reversed graph, run
     backwards (rate ``min_v maxflow(v -> root)``).
 
