@@ -2,7 +2,7 @@
 
 Run with::
 
-    .venv/bin/python benchmarks/bench_optimal.py [--quick]
+    .venv/bin/python benchmarks/bench_optimal.py [--quick] [--only timing|quality]
 
 Prints two Markdown tables. Timing: each case in a fresh subprocess after the numba
 max-flow kernel is compiled (cached on disk), wall clock.
@@ -66,6 +66,7 @@ def run_quality(spec: str) -> dict:
     from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
     from topocoll.cost.bounds import cut_bound
+    from topocoll.errors import NotSupportedError
     from topocoll.synth import find_synthesizer
 
     t = _topology(spec)
@@ -77,9 +78,15 @@ def run_quality(spec: str) -> dict:
     row = {"topology": spec, "ranks": t.num_ranks}
     for kind in ("allgather", "reduce_scatter", "allreduce"):
         syn = find_synthesizer("optimal", kind)
-        for label, kw in (("default", {}), ("long", {"budget": 400_000})):
+        for label, kw in (("default", {}), ("long", {"budget": 400_000}),
+                          ("weighted", {"budget": 400_000, "pipeline": "weighted"})):
             s = syn(t, **kw)
             row[f"{kind}_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
+    try:
+        s = find_synthesizer("optimal", "allgather")(t, pipeline="fluid")
+        row["allgather_fluid"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex["allgather"]
+    except NotSupportedError:                      # too many tree arcs for the LP
+        row["allgather_fluid"] = None
     ad = find_synthesizer("topology_adaptive", "allreduce")(t, budget=400_000)
     row["adaptive_long"] = AlphaBeta(bound=False).evaluate(ad, t, M).time / ex["allreduce"]
     return row
@@ -95,6 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--case", nargs=2)
+    ap.add_argument("--only", choices=["timing", "quality"])
     a = ap.parse_args()
     if a.case:
         fn, spec = a.case
@@ -103,6 +111,13 @@ def main() -> None:
     timing = [s for s in TIMING if not (a.quick and "16x16x16" in s)]
     print(f"machine: {platform.processor() or platform.machine()}, python "
           f"{platform.python_version()}\n")
+    if a.only != "quality":
+        _timing_table(timing)
+    if a.only != "timing":
+        _quality_table(QUALITY[:6] if a.quick else QUALITY)
+
+
+def _timing_table(timing: list[str]) -> None:
     print("| topology | ranks | nodes | x* (s/B per block byte) | ranks in cut | max-flows "
           "| optimum (s) | trees (s) | tree classes |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -111,17 +126,24 @@ def main() -> None:
         trees = "n/a" if r["trees_s"] is None else f"{r['trees_s']:.2f}"
         print(f"| {r['topology']} | {r['ranks']} | {r['nodes']} | {r['x']} | {r['cut']} | "
               f"{r['flows']} | {r['optimum_s']:.2f} | {trees} | {r['classes'] or 'n/a'} |")
+
+
+def _quality_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound (1.000 = optimal); "
-          "default = 3k-transfer budget, long = 400k\n")
+          "default = 3k-transfer budget, long = 400k, "
+          "weighted = 400k with pipeline=\"weighted\"\n")
     print("| topology | ranks | AG default | AG long | RS default | RS long | AR default "
-          "| AR long | adaptive AR long |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for spec in QUALITY[:6] if a.quick else QUALITY:
+          "| AR long | adaptive AR long | AG fluid | AG weighted | AR weighted |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for spec in specs:
         r = _sub("quality", spec)
         cells = [f"{r[k]:.3f}" for k in ("allgather_default", "allgather_long",
                                            "reduce_scatter_default", "reduce_scatter_long",
                                            "allreduce_default", "allreduce_long",
                                            "adaptive_long")]
+        fl = r["allgather_fluid"]
+        cells.append("n/a" if fl is None else f"{fl:.3f}")
+        cells += [f"{r['allgather_weighted']:.3f}", f"{r['allreduce_weighted']:.3f}"]
         print(f"| {r['topology']} | {r['ranks']} | " + " | ".join(cells) + " |")
 
 

@@ -13,7 +13,11 @@ allgather; broadcast and reduce use Edmonds' ``λ`` arborescences from the root.
 
 The number of batches ``P`` comes from the alpha-beta model of the pipeline itself:
 step ``s`` costs ``alpha + ℓ + max_e load_e(s)/c_e`` (``ℓ`` the longest arc latency),
-evaluated exactly per step for ``P = 1, 2, 4, ...`` within a budget of chunk entries.
+evaluated exactly per step for ``P = 1, 2, 4, ...`` within a budget of chunk entries;
+with ``pipeline="weighted"`` unequal batch sizes (:func:`~topocoll.synth.pipeline.
+batch_units`, a linear program on the same per-step model) replace equal ones when
+they are faster. Switch
+paths are used without the cycles that chained edge splits leave in them.
 
 References
 ----------
@@ -37,6 +41,13 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
+from .pipeline import (
+    batch_units,
+    fill_overhead,
+    fluid_counts,
+    fluid_sends,
+    pipeline_time,
+)
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
@@ -48,6 +59,17 @@ CHUNK_BUDGET = 2_000_000
 #: Default largest number of transfers (rows x steps) when batches are chosen; pass
 #: ``budget=`` for longer pipelines (better at large sizes on deep trees).
 TRANSFER_BUDGET = 3_000
+#: How the trees are pipelined: equal batches, LP-sized batches (more chunks: ``16 P``
+#: per slot, too many for MSCCL export), or per-arc sends from a time-expanded LP
+#: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve).
+PIPELINES = ("batches", "weighted", "fluid")
+#: Most tree arcs (classes x arcs) a ``pipeline="fluid"`` program is built for
+#: (dgx-a100:2 has 1,135 and takes minutes on 2 shared cores).
+FLUID_MAX_ARCS = 2_000
+#: Chunks per ``Q``-slot of a ``pipeline="fluid"`` schedule (its rounding step).
+FLUID_RESOLUTION = 1024
+#: Most rows (tree arcs) for which unequal batch sizes are searched (:func:`_weighted`).
+WEIGHT_ROWS = 20_000
 #: Message size (bytes) the default number of batches is chosen for.
 DEFAULT_SIZE = 2.0**30
 
@@ -89,6 +111,27 @@ def _quantum(p: Packing) -> int:
     return q
 
 
+def _loopless(path: tuple[int, ...]) -> tuple[int, ...]:
+    """``path`` with every cycle cut out (edge splitting can route an arc through the
+    same switch twice). Only links leave the path, so no load grows and the bandwidth
+    term stays the bound; the latency shrinks.
+
+    >>> _loopless((0, 18, 26, 18, 27, 18, 8))
+    (0, 18, 8)
+    """
+    out: list[int] = []
+    seen: dict[int, int] = {}
+    for v in path:
+        if v in seen:
+            for u in out[seen[v] + 1:]:
+                del seen[u]
+            del out[seen[v] + 1:]
+        else:
+            seen[v] = len(out)
+            out.append(v)
+    return tuple(out)
+
+
 def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
     src, dst, depth, start, count, paths = [], [], [], [], [], []
     offset = dict.fromkeys(p.per_root, 0)
@@ -107,11 +150,25 @@ def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
                 depth.append(dep[y])
                 start.append(first + off)
                 count.append(n)
+                path = _loopless(path)
                 paths.append(path if len(path) > 2 else None)
                 off += n
     i64 = np.int64
     return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
                  np.array(start, i64), np.array(count, i64), paths, Q)
+
+
+def _units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of :func:`_rows` its tree arc (all pieces of one arc share it), and per
+    arc the arc into its tail (-1 at the root); parents come first."""
+    unit, parent = [], []
+    for tc in p.classes():
+        into: dict[int, int] = {}
+        for x, y, pieces in tc.arcs:
+            into[y] = len(parent)
+            parent.append(into.get(x, -1))
+            unit.extend([into[y]] * len(pieces))
+    return np.array(unit, np.int64), np.array(parent, np.int64)
 
 
 def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
@@ -129,6 +186,31 @@ def _bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
     return bw
 
 
+def _entries(rows: _Rows, topology: Topology, reverse_graph: bool
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """Sparse per-batch link busy time of every row: ``(row, link, seconds per chunk)``
+    entries, the longest row latency and the number of distinct links."""
+    bw, lat = _bandwidth(topology), _arc_latency(topology)
+    fl = topology.node_latency
+    keys: dict[tuple[int, int], int] = {}
+    ent_row, ent_link, ent_w = [], [], []
+    ell = 0.0
+    for i in range(len(rows.src)):
+        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
+        hops = list(zip(path, path[1:], strict=False))
+        if reverse_graph:
+            hops = [(b, a) for a, b in hops]
+        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
+            sum(lat[h] for h in hops)
+        ell = max(ell, t)
+        for h in hops:
+            ent_row.append(i)
+            ent_link.append(keys.setdefault(h, len(keys)))
+            ent_w.append(rows.count[i] / bw[h])
+    return (np.array(ent_row, np.int64), np.array(ent_link, np.int64),
+            np.array(ent_w, float), ell, len(keys))
+
+
 def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
                    alpha: float = 0.0, reverse_graph: bool = False,
                    budget: int = TRANSFER_BUDGET) -> int:
@@ -140,28 +222,10 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     """
     if not len(rows.src):
         return 1
-    bw, lat = _bandwidth(topology), _arc_latency(topology)
-    fl = topology.node_latency
-    keys: dict[tuple[int, int], int] = {}
+    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
     D = rows.D
-    loads: list[dict[int, float]] = [dict() for _ in range(D + 1)]
-    ell = 0.0
-    for i in range(len(rows.src)):
-        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
-        hops = list(zip(path, path[1:], strict=False))
-        if reverse_graph:
-            hops = [(b, a) for a, b in hops]
-        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
-            sum(lat[h] for h in hops)
-        ell = max(ell, t)
-        for h in hops:
-            j = keys.setdefault(h, len(keys))
-            d = loads[int(rows.depth[i])]
-            d[j] = d.get(j, 0.0) + rows.count[i] / bw[h]
-    L = np.zeros((D + 1, len(keys)))
-    for d in range(1, D + 1):
-        for j, v in loads[d].items():
-            L[d, j] = v
+    L = np.zeros((D + 1, nlinks))
+    np.add.at(L, (rows.depth[ent_row], ent_link), ent_w)
     C = np.cumsum(L, axis=0)
     per_batch = int(rows.count.sum())
     chunk_limit = max(CHUNK_BUDGET, 20 * budget)
@@ -189,12 +253,15 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
 
 
 def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
-           flip: bool = False) -> Schedule:
+           flip: bool = False, units: np.ndarray | None = None) -> Schedule:
     """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
-    reverse order if ``flip``)."""
+    reverse order if ``flip``). Batch ``b`` holds ``units[b]`` chunks per ``Q``-slot
+    (default 1; chunk ``start + u Q + j`` for unit ``u`` of the batch), so the collective's
+    split is ``Q * sum(units)``."""
     b = ScheduleBuilder(coll)
     for _ in range(lead):
         b.new_step()
+    cum = np.arange(P + 1) if units is None else np.concatenate([[0], np.cumsum(units)])
     D = rows.D
     any_path = any(p is not None for p in rows.paths)
     for s in range(P + D - 1):
@@ -205,48 +272,180 @@ def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
         batch = s - (rows.depth[sel] - 1)
         if flip:
             batch = P - 1 - batch
-        first = rows.start[sel] + batch * rows.Q
+        u0, nu = cum[batch], cum[batch + 1] - cum[batch]
+        keep = nu > 0
+        sel, u0, nu = sel[keep], u0[keep], nu[keep]
+        if not len(sel):
+            continue
         cnt = rows.count[sel]
-        ptr = np.concatenate([[0], np.cumsum(cnt)])
-        ids = np.repeat(first - ptr[:-1], cnt) + np.arange(ptr[-1])
+        tot = cnt * nu
+        ptr = np.concatenate([[0], np.cumsum(tot)])
+        local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
+        c = np.repeat(cnt, tot)
+        ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
         paths = [rows.paths[i] for i in sel] if any_path else None
         b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
     return b.build()
 
 
+def _build_fluid(coll: Collective, rows: _Rows, unit: np.ndarray, K: np.ndarray) -> Schedule:
+    """Row ``i`` sends units ``K[unit[i], s]`` to ``K[unit[i], s + 1]`` (each ``Q``-slot's
+    chunk ``start + u Q + j``) in step ``s``; the split is ``Q * K[:, -1].max()``."""
+    b = ScheduleBuilder(coll)
+    any_path = any(p is not None for p in rows.paths)
+    for s in range(K.shape[1] - 1):
+        b.new_step()
+        u0 = K[unit, s]
+        nu = K[unit, s + 1] - u0
+        sel = np.flatnonzero(nu > 0)
+        if not len(sel):
+            continue
+        u0, nu, cnt = u0[sel], nu[sel], rows.count[sel]
+        tot = cnt * nu
+        ptr = np.concatenate([[0], np.cumsum(tot)])
+        local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
+        c = np.repeat(cnt, tot)
+        ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
+        paths = [rows.paths[i] for i in sel] if any_path else None
+        b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
+    return b.build()
+
+
+def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
+           size: float, alpha: float, *, reverse_graph: bool, steps: int | None,
+           resolution: int = FLUID_RESOLUTION) -> tuple[_Rows, np.ndarray, np.ndarray]:
+    """Rows, their arcs and the integer cumulative sends (:func:`~.pipeline.fluid_sends`)
+    for ``steps`` steps, or the best of a few horizons by ``bandwidth + steps (alpha +
+    ℓ)`` if ``steps`` is None."""
+    rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
+    unit, parent = _units(packing)
+    require(len(parent) <= FLUID_MAX_ARCS,
+            f"pipeline='fluid' needs one LP column per tree arc and step; {topology.name} "
+            f"has {len(parent)} tree arcs (limit {FLUID_MAX_ARCS})")
+    ent_row, ent_link, ent_w, ell, _ = _entries(rows, topology, reverse_graph)
+    chunk = size / len(group) / Q
+    D = rows.D
+    horizons = [steps] if steps is not None else [D + e for e in (1, 3, 7)]
+    best = None
+    w = ent_w * chunk
+    norm = float(np.bincount(ent_link, weights=w).max())   # LP in units of the bound
+    for H in horizons:
+        require(isinstance(H, int) and H >= D, f"steps must be >= the tree depth {D}, got {H}")
+        sol = fluid_sends(parent, unit[ent_row], ent_link, w / norm, H)
+        if sol is None:
+            break
+        t = sol[1] * norm + H * (alpha + ell)
+        if best is not None and t >= best[0]:
+            break
+        best = (t, sol[0])
+    require(best is not None, f"the fluid pipeline program was not solved for {topology.name}")
+    K = fluid_counts(best[1], parent, resolution)
+    require(K is not None, "fluid pipeline: rounding left an arc short (numerical)")
+    base = {r: i * Q * resolution for i, r in enumerate(group)}
+    return _rows(packing, base, Q, resolution), unit, K
+
+
+def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: int, *,
+              alpha: float, reverse_graph: bool, budget: int) -> np.ndarray | None:
+    """Unequal batch sizes (:func:`~.pipeline.batch_units`) for ``P`` or nearby counts
+    that beat ``P`` equal batches under the per-step model of :func:`choose_batches`;
+    None if none does."""
+    if not len(rows.src) or rows.D < 2 or len(rows.src) > WEIGHT_ROWS:
+        return None
+    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
+    L = np.zeros((rows.D, nlinks))
+    np.add.at(L, (rows.depth[ent_row] - 1, ent_link), ent_w * chunk_bytes_per_batch)
+    if fill_overhead(L) <= 1e-9:
+        return None
+    step = alpha + ell
+    best, best_u = pipeline_time(L, np.ones(P), step), None
+    per_batch = max(int(rows.count.sum()), 1)
+    chunk_limit = max(CHUNK_BUDGET, 20 * budget)
+    for p in sorted({max(1, P // 4), max(1, P // 2), P}):
+        if p * len(rows.src) > budget and p > 1:
+            continue
+        res = min(16 * p, chunk_limit // per_batch)
+        if res < 2 * p:
+            continue
+        u = batch_units(L, p, res)
+        if u is None:
+            continue
+        t = pipeline_time(L, u, step)
+        if t < best * (1 - 1e-9):
+            best, best_u = t, u
+    return best_u
+
+
 def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
                batches: int | None, size: float, alpha: float, *, rooted: int | None,
-               reverse_graph: bool, budget: int) -> tuple[_Rows, int]:
-    if rooted is None:
-        base = {r: i * Q * (batches or 1) for i, r in enumerate(group)}
-    else:
-        base = {rooted: 0}
-    rows = _rows(packing, base, Q, 1)
+               reverse_graph: bool, budget: int, units: np.ndarray | None = None,
+               weighted: bool = False) -> tuple[_Rows, int, np.ndarray | None]:
+    """Rows with levels, the batch count and (if unequal) the batch sizes in units."""
+    rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
                                  reverse_graph=reverse_graph, budget=budget)
+        if weighted:
+            units = _weighted(rows, topology, per_root_bytes / Q, batches, alpha=alpha,
+                              reverse_graph=reverse_graph, budget=budget)
+        if units is not None:
+            batches = len(units)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
-    if rooted is None:
-        rows = _rows(packing, {r: i * Q * batches for i, r in enumerate(group)}, Q, batches)
-    return rows, batches
+    U = batches if units is None else int(np.sum(units))
+    base = {r: i * Q * U for i, r in enumerate(group)} if rooted is None else {rooted: 0}
+    rows = _rows(packing, base, Q, batches)
+    return rows, batches, units
 
 
 def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None,
-                 budget=TRANSFER_BUDGET):
+                 budget=TRANSFER_BUDGET, units=None, weighted=False):
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
     Q = Q or _quantum(p)
-    rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
-                         reverse_graph=reverse_graph, budget=budget)
-    return group, rows, P
+    rows, P, units = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
+                                reverse_graph=reverse_graph, budget=budget, units=units,
+                                weighted=weighted)
+    return group, rows, P, units
+
+
+def _split(rows: _Rows, P: int, units: np.ndarray | None) -> int:
+    return rows.Q * (P if units is None else int(np.sum(units)))
+
+
+def _meta(rows: _Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, str]:
+    meta = {"batches": str(P), key: str(rows.Q)}
+    if units is not None:
+        meta["batch_units"] = ",".join(str(int(u)) for u in units)
+    return meta
+
+
+def _fluid_forward(topology, ranks, size, alpha, reverse_graph: bool, steps, Q=None
+                   ) -> tuple[tuple[int, ...], Schedule, int, int]:
+    """The allgather-shaped fluid pipeline (of the reversed graph if ``reverse_graph``):
+    group, schedule, split and steps."""
+    group = resolve_group(topology, ranks)
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    p = optimal_packing(topology, group, reverse=reverse_graph)
+    Q = Q or _quantum(p)
+    rows, unit, K = _fluid(topology, group, p, Q, size, alpha, reverse_graph=reverse_graph,
+                           steps=steps)
+    split = Q * FLUID_RESOLUTION
+    return group, _build_fluid(allgather(group, split=split), rows, unit, K), split, \
+        K.shape[1] - 1
+
+
+def _check_pipeline(pipeline: str) -> None:
+    require(pipeline in PIPELINES, f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
 
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
     Parameters
@@ -263,6 +462,16 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         Message size and overhead the default ``P`` is chosen for.
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
+    pipeline : {'batches', 'weighted', 'fluid'}
+        'batches': ``P`` equal batches down the trees (:func:`choose_batches`).
+        'weighted': then unequal batch sizes from
+        :func:`~topocoll.synth.pipeline.batch_units` where they are faster (more chunks
+        per block). 'fluid': every tree arc spreads its
+        data over ``steps`` steps as the time-expanded LP of
+        :func:`~topocoll.synth.pipeline.fluid_sends` says (closer to the bound on
+        switched fabrics at 1 GiB, but seconds to a minute per schedule).
+    steps : int, optional
+        Horizon of the fluid pipeline (default: the best of depth + 1, 3, 7).
 
     Examples
     --------
@@ -270,15 +479,23 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s = optimal_allgather(ring(4), batches=2)
     >>> s.collective.describe(), s.num_steps
     ('allgather(p=4, k=4)', 4)
+    >>> optimal_allgather(ring(4), pipeline="fluid", steps=4).num_steps
+    4
     """
-    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, False, None, budget)
-    s = _build(allgather(group, split=rows.Q * P), rows, P)
-    return s.replace(name="optimal", meta={"batches": str(P), "trees_per_root": str(rows.Q)})
+    _check_pipeline(pipeline)
+    if pipeline == "fluid":
+        group, s, _, H = _fluid_forward(topology, ranks, size, alpha, False, steps)
+        return s.replace(name="optimal", meta={"pipeline": "fluid", "steps": str(H)})
+    group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, False, None,
+                                     budget, weighted=pipeline == "weighted")
+    s = _build(allgather(group, split=_split(rows, P, u)), rows, P, units=u)
+    return s.replace(name="optimal", meta=_meta(rows, P, u, "trees_per_root"))
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
-                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                           pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
 
@@ -288,15 +505,23 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
     >>> optimal_reduce_scatter(ring(4), batches=1).step(0)[0].op.name
     'REDUCE'
     """
-    group, rows, P = _gather_like(topology, ranks, batches, size, alpha, True, None, budget)
-    fwd = _build(allgather(group, split=rows.Q * P), rows, P)
-    return reverse(fwd, reduce_scatter(group, split=rows.Q * P), name="optimal",
-                   meta={"batches": str(P), "trees_per_root": str(rows.Q)})
+    _check_pipeline(pipeline)
+    if pipeline == "fluid":
+        group, fwd, split, H = _fluid_forward(topology, ranks, size, alpha, True, steps)
+        return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
+                       meta={"pipeline": "fluid", "steps": str(H)})
+    group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, True, None,
+                                     budget, weighted=pipeline == "weighted")
+    split = _split(rows, P, u)
+    fwd = _build(allgather(group, split=split), rows, P, units=u)
+    return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
+                   meta=_meta(rows, P, u, "trees_per_root"))
 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
-                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET) -> Schedule:
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
     Examples
@@ -311,14 +536,23 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     Q = math.lcm(_quantum(optimal_packing(topology, group)),
                  _quantum(optimal_packing(topology, group, reverse=True)))
-    _, ag_rows, P = _gather_like(topology, group, batches, size, alpha, False, Q, budget // 2)
-    _, rs_rows, _ = _gather_like(topology, group, P, size, alpha, True, Q)
-    split = Q * P
-    ag = _build(allgather(group, split=split), ag_rows, P)
-    rs = reverse(_build(allgather(group, split=split), rs_rows, P),
+    _check_pipeline(pipeline)
+    if pipeline == "fluid":
+        _, ag, split, H = _fluid_forward(topology, group, size, alpha, False, steps, Q)
+        _, rs_fwd, _, H2 = _fluid_forward(topology, group, size, alpha, True, steps, Q)
+        rs = reverse(rs_fwd, reduce_scatter(group, split=split))
+        return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
+                      meta={"pipeline": "fluid", "steps": f"{H2}+{H}"})
+    _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
+                                    budget // 2, weighted=pipeline == "weighted")
+    _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)
+    split = _split(ag_rows, P, u)
+    ag = _build(allgather(group, split=split), ag_rows, P, units=u)
+    # the reduce-scatter runs its batches in reverse: its small last batches come first
+    rs = reverse(_build(allgather(group, split=split), rs_rows, P, units=u),
                  reduce_scatter(group, split=split))
     return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
-                  meta={"batches": str(P), "trees_per_root": str(Q)})
+                  meta=_meta(ag_rows, P, u, "trees_per_root"))
 
 
 def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
@@ -329,9 +563,9 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = broadcast_packing(topology, root, group, reverse=red)
     Q = _quantum(p)
-    rows, P = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
-                         reverse_graph=red, budget=budget)
-    return group, root, rows, P
+    rows, P, u = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
+                            reverse_graph=red, budget=budget)
+    return group, root, rows, P, u
 
 
 def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -348,9 +582,10 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s.collective.split   # four trees: one per direction out of the root
     4
     """
-    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, False, budget)
-    s = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
-    return s.replace(name="optimal", meta={"batches": str(P), "trees": str(rows.Q)})
+    group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, False,
+                                      budget)
+    s = _build(broadcast(group, root=root, split=_split(rows, P, u)), rows, P, units=u)
+    return s.replace(name="optimal", meta=_meta(rows, P, u, "trees"))
 
 
 def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
@@ -366,7 +601,9 @@ def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> optimal_reduce(ring(5), root=0, batches=1).collective.kind
     'reduce'
     """
-    group, root, rows, P = _rooted(topology, ranks, root, batches, size, alpha, True, budget)
-    fwd = _build(broadcast(group, root=root, split=rows.Q * P), rows, P)
-    return reverse(fwd, reduce(group, root=root, split=rows.Q * P), name="optimal",
-                   meta={"batches": str(P), "trees": str(rows.Q)})
+    group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, True,
+                                      budget)
+    split = _split(rows, P, u)
+    fwd = _build(broadcast(group, root=root, split=split), rows, P, units=u)
+    return reverse(fwd, reduce(group, root=root, split=split), name="optimal",
+                   meta=_meta(rows, P, u, "trees"))
