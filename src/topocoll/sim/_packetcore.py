@@ -278,21 +278,8 @@ def packet_simulate(ptr, link, frac, bptr, blink, bfrac, ack_bytes, acls, nbytes
             k = off[f] + s
             newly = 0
             for s2 in range(cum[f], ca):  # cumulative part
-                k2 = off[f] + s2
-                if st[k2] != ACKED:
-                    if st[k2] == INFLIGHT:
-                        inflight[f] -= 1
-                    elif st[k2] == LOST:
-                        pend[f] -= 1
-                    st[k2] = ACKED
-                    newly += 1
-            if st[k] != ACKED:  # selective part
-                if st[k] == INFLIGHT:
-                    inflight[f] -= 1
-                elif st[k] == LOST:
-                    pend[f] -= 1
-                st[k] = ACKED
-                newly += 1
+                newly += _mark_acked(off[f] + s2, f, st, inflight, pend)
+            newly += _mark_acked(k, f, st, inflight, pend)  # selective part
             if newly > 0:
                 nacked[f] += newly
                 acked_w[f] += newly
@@ -495,6 +482,19 @@ def _try_send(f, now, ptr, link, frac, lsrc, spray, seed, fsrc, cls, npk, off, s
         hsize = heap_push(ht, hs, hk, hsize, now + rto_f[f], seq, (f << SH) | RTO)
         seq += 1
     return hsize, seq, nfree, P, free
+
+
+@numba.njit(cache=True, inline="always")
+def _mark_acked(k, f, st, inflight, pend):
+    """Mark packet ``k`` of flow ``f`` acknowledged; 1 if it was not before, else 0."""
+    if st[k] == ACKED:
+        return 0
+    if st[k] == INFLIGHT:
+        inflight[f] -= 1
+    elif st[k] == LOST:
+        pend[f] -= 1
+    st[k] = ACKED
+    return 1
 
 
 @numba.njit(cache=True, inline="always")

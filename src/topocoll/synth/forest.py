@@ -252,6 +252,20 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     return best_p
 
 
+def _add_units(b: ScheduleBuilder, rows: _Rows, sel: np.ndarray, u0: np.ndarray,
+               nu: np.ndarray, any_path: bool) -> None:
+    """Add rows ``sel`` to the current step, row ``i`` carrying units ``u0 .. u0 + nu``
+    of each of its ``Q``-slots (chunk ``start + u Q + j``)."""
+    cnt = rows.count[sel]
+    tot = cnt * nu
+    ptr = np.concatenate([[0], np.cumsum(tot)])
+    local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
+    c = np.repeat(cnt, tot)
+    ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
+    paths = [rows.paths[i] for i in sel] if any_path else None
+    b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
+
+
 def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
            flip: bool = False, units: np.ndarray | None = None) -> Schedule:
     """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
@@ -277,14 +291,7 @@ def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
         sel, u0, nu = sel[keep], u0[keep], nu[keep]
         if not len(sel):
             continue
-        cnt = rows.count[sel]
-        tot = cnt * nu
-        ptr = np.concatenate([[0], np.cumsum(tot)])
-        local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
-        c = np.repeat(cnt, tot)
-        ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
-        paths = [rows.paths[i] for i in sel] if any_path else None
-        b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
+        _add_units(b, rows, sel, u0, nu, any_path)
     return b.build()
 
 
@@ -300,14 +307,7 @@ def _build_fluid(coll: Collective, rows: _Rows, unit: np.ndarray, K: np.ndarray)
         sel = np.flatnonzero(nu > 0)
         if not len(sel):
             continue
-        u0, nu, cnt = u0[sel], nu[sel], rows.count[sel]
-        tot = cnt * nu
-        ptr = np.concatenate([[0], np.cumsum(tot)])
-        local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
-        c = np.repeat(cnt, tot)
-        ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
-        paths = [rows.paths[i] for i in sel] if any_path else None
-        b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
+        _add_units(b, rows, sel, u0[sel], nu[sel], any_path)
     return b.build()
 
 
