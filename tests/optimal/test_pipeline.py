@@ -12,7 +12,7 @@ from topocoll.collective import allgather, make_collective
 from topocoll.cost import AlphaBeta
 from topocoll.cost.bounds import cut_bound
 from topocoll.synth import find_synthesizer
-from topocoll.synth.forest import _build, _entries, _loopless, _quantum, _rows
+from topocoll.synth.forest_rows import _build, _entries, _loopless, _quantum, _rows
 from topocoll.synth.pipeline import batch_units, fill_overhead, pipeline_time
 from topocoll.topology import parse_spec
 from topocoll.topology.packing import optimal_packing
@@ -135,7 +135,7 @@ def test_fluid_counts_are_causal_and_complete():
 
     t = parse_spec("leafspine:leaves=4,spines=2,hosts=4")
     p = optimal_packing(t)
-    from topocoll.synth.forest import _units
+    from topocoll.synth.forest_rows import _units
 
     rows = _rows(p, {r: 0 for r in p.per_root}, _quantum(p), 1)
     unit, parent = _units(p)

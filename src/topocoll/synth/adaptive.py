@@ -45,15 +45,8 @@ from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, TreeClass, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
-from .forest import (
-    DEFAULT_SIZE,
-    TRANSFER_BUDGET,
-    _bandwidth,
-    _build,
-    _quantum,
-    _rows,
-    choose_batches,
-)
+from .forest import DEFAULT_SIZE
+from .forest_rows import TRANSFER_BUDGET, _bandwidth, _build, _quantum, _rows, choose_batches
 from .free_partition import FREE_BUDGET, free_partition_allreduce
 
 __all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS"]
@@ -187,7 +180,7 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
         else multiplicative weights.
     size, alpha, budget
         As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget:
-        :data:`~topocoll.synth.forest.TRANSFER_BUDGET` for 'fixed',
+        :data:`~topocoll.synth.forest_rows.TRANSFER_BUDGET` for 'fixed',
         :data:`~topocoll.synth.free_partition.FREE_BUDGET` for 'free').
     partition : {'auto', 'free', 'fixed'}
         'free': the tree-LP optimum with partitions sized by tree rates

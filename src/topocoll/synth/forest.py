@@ -31,16 +31,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..collective import Collective, allgather, allreduce, broadcast, reduce, reduce_scatter
-from ..schedule import Schedule, ScheduleBuilder, concat, reverse
+from ..collective import allgather, allreduce, broadcast, reduce, reduce_scatter
+from ..schedule import Schedule, concat, reverse
 from ..topology import Topology
 from ..topology.maxflow import capacity_graph
 from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ._common import require, resolve_group
+from .forest_rows import (
+    CHUNK_BUDGET,
+    TRANSFER_BUDGET,
+    _build,
+    _build_fluid,
+    _entries,
+    _quantum,
+    _Rows,
+    _rows,
+    _units,
+    choose_batches,
+)
 from .pipeline import (
     batch_units,
     fill_overhead,
@@ -53,12 +64,6 @@ __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
            "choose_batches", "CHUNK_BUDGET"]
 
-#: Largest number of (transfer, chunk) entries a schedule with default batches may hold
-#: (or ``20 * budget`` if larger).
-CHUNK_BUDGET = 2_000_000
-#: Default largest number of transfers (rows x steps) when batches are chosen; pass
-#: ``budget=`` for longer pipelines (better at large sizes on deep trees).
-TRANSFER_BUDGET = 3_000
 #: How the trees are pipelined: equal batches, LP-sized batches (more chunks: ``16 P``
 #: per slot, too many for MSCCL export), or per-arc sends from a time-expanded LP
 #: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve).
@@ -79,236 +84,6 @@ def optimal_unsupported_reason(topology: Topology, group: tuple[int, ...]) -> st
     if len(group) < 2:
         return "needs at least two ranks"
     return eulerian_reason(capacity_graph(topology, group))
-
-
-@dataclass(frozen=True)
-class _Rows:
-    """One row per (tree arc, switch path) of every class: the pipeline's transfers."""
-
-    src: np.ndarray
-    dst: np.ndarray
-    depth: np.ndarray       # depth of dst in its tree (>= 1)
-    start: np.ndarray       # first chunk id of batch 0
-    count: np.ndarray       # chunks per batch
-    paths: list             # explicit path or None
-    Q: int                  # chunks per batch per root
-
-    @property
-    def D(self) -> int:
-        return int(self.depth.max()) if len(self.depth) else 0
-
-
-def _quantum(p: Packing) -> int:
-    """Smallest ``Q`` with every class and piece an integer share of ``Q`` chunks."""
-    q = 1
-    for tc in p.classes():
-        K = p.per_root[tc.root]
-        g = math.gcd(K, tc.mult)
-        for _, _, pieces in tc.arcs:
-            for _, c in pieces:
-                g = math.gcd(g, c)
-        q = math.lcm(q, K // g)
-    return q
-
-
-def _loopless(path: tuple[int, ...]) -> tuple[int, ...]:
-    """``path`` with every cycle cut out (edge splitting can route an arc through the
-    same switch twice). Only links leave the path, so no load grows and the bandwidth
-    term stays the bound; the latency shrinks.
-
-    >>> _loopless((0, 18, 26, 18, 27, 18, 8))
-    (0, 18, 8)
-    """
-    out: list[int] = []
-    seen: dict[int, int] = {}
-    for v in path:
-        if v in seen:
-            for u in out[seen[v] + 1:]:
-                del seen[u]
-            del out[seen[v] + 1:]
-        else:
-            seen[v] = len(out)
-            out.append(v)
-    return tuple(out)
-
-
-def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
-    src, dst, depth, start, count, paths = [], [], [], [], [], []
-    offset = dict.fromkeys(p.per_root, 0)
-    for tc in p.classes():
-        K = p.per_root[tc.root]
-        per = tc.mult * Q // K
-        first = base[tc.root] + offset[tc.root]
-        offset[tc.root] += per
-        dep = tc.depth()
-        for x, y, pieces in tc.arcs:
-            off = 0
-            for path, c in pieces:
-                n = c * Q // K
-                src.append(x)
-                dst.append(y)
-                depth.append(dep[y])
-                start.append(first + off)
-                count.append(n)
-                path = _loopless(path)
-                paths.append(path if len(path) > 2 else None)
-                off += n
-    i64 = np.int64
-    return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
-                 np.array(start, i64), np.array(count, i64), paths, Q)
-
-
-def _units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of :func:`_rows` its tree arc (all pieces of one arc share it), and per
-    arc the arc into its tail (-1 at the root); parents come first."""
-    unit, parent = [], []
-    for tc in p.classes():
-        into: dict[int, int] = {}
-        for x, y, pieces in tc.arcs:
-            into[y] = len(parent)
-            parent.append(into.get(x, -1))
-            unit.extend([into[y]] * len(pieces))
-    return np.array(unit, np.int64), np.array(parent, np.int64)
-
-
-def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
-    lat: dict[tuple[int, int], float] = {}
-    for lk in topology.links:
-        k = (lk.src, lk.dst)
-        lat[k] = min(lat.get(k, math.inf), lk.latency)
-    return lat
-
-
-def _bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
-    bw: dict[tuple[int, int], float] = {}
-    for lk in topology.links:
-        bw[lk.src, lk.dst] = bw.get((lk.src, lk.dst), 0.0) + lk.bandwidth
-    return bw
-
-
-def _entries(rows: _Rows, topology: Topology, reverse_graph: bool
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
-    """Sparse per-batch link busy time of every row: ``(row, link, seconds per chunk)``
-    entries, the longest row latency and the number of distinct links."""
-    bw, lat = _bandwidth(topology), _arc_latency(topology)
-    fl = topology.node_latency
-    keys: dict[tuple[int, int], int] = {}
-    ent_row, ent_link, ent_w = [], [], []
-    ell = 0.0
-    for i in range(len(rows.src)):
-        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
-        hops = list(zip(path, path[1:], strict=False))
-        if reverse_graph:
-            hops = [(b, a) for a, b in hops]
-        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
-            sum(lat[h] for h in hops)
-        ell = max(ell, t)
-        for h in hops:
-            ent_row.append(i)
-            ent_link.append(keys.setdefault(h, len(keys)))
-            ent_w.append(rows.count[i] / bw[h])
-    return (np.array(ent_row, np.int64), np.array(ent_link, np.int64),
-            np.array(ent_w, float), ell, len(keys))
-
-
-def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
-                   alpha: float = 0.0, reverse_graph: bool = False,
-                   budget: int = TRANSFER_BUDGET) -> int:
-    """The number of batches ``P`` minimizing the pipeline's alpha-beta time.
-
-    ``chunk_bytes_per_batch`` is the chunk size when ``P = 1`` (it shrinks as ``1/P``).
-    Per step: ``alpha + ℓ + max_e load_e / bandwidth_e`` over the arcs of active depths.
-    ``P`` is a power of two with at most ``budget`` transfers in the schedule.
-    """
-    if not len(rows.src):
-        return 1
-    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
-    D = rows.D
-    L = np.zeros((D + 1, nlinks))
-    np.add.at(L, (rows.depth[ent_row], ent_link), ent_w)
-    C = np.cumsum(L, axis=0)
-    per_batch = int(rows.count.sum())
-    chunk_limit = max(CHUNK_BUDGET, 20 * budget)
-    pmax = max(1, min(1 << 14, chunk_limit // max(per_batch, 1),
-                      budget // max(len(rows.src), 1)))
-    best, best_p = math.inf, 1
-    P = 1
-    while P <= pmax:
-        total = 0.0
-        steps = P + D - 1
-        s = 0
-        while s < steps:
-            lo, hi = max(1, s - P + 2), min(D, s + 1)
-            if lo == 1 and hi == D and s < P - 1:   # full pipeline: P - D + 1 equal steps
-                reps = P - 1 - s + 1
-            else:
-                reps = 1
-            m = float((C[hi] - C[lo - 1]).max())
-            total += reps * (alpha + ell + m * chunk_bytes_per_batch / P)
-            s += reps
-        if total < best * (1 - 1e-12):
-            best, best_p = total, P
-        P *= 2
-    return best_p
-
-
-def _add_units(b: ScheduleBuilder, rows: _Rows, sel: np.ndarray, u0: np.ndarray,
-               nu: np.ndarray, any_path: bool) -> None:
-    """Add rows ``sel`` to the current step, row ``i`` carrying units ``u0 .. u0 + nu``
-    of each of its ``Q``-slots (chunk ``start + u Q + j``)."""
-    cnt = rows.count[sel]
-    tot = cnt * nu
-    ptr = np.concatenate([[0], np.cumsum(tot)])
-    local = np.arange(ptr[-1]) - np.repeat(ptr[:-1], tot)
-    c = np.repeat(cnt, tot)
-    ids = np.repeat(rows.start[sel] + u0 * rows.Q, tot) + (local // c) * rows.Q + local % c
-    paths = [rows.paths[i] for i in sel] if any_path else None
-    b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
-
-
-def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
-           flip: bool = False, units: np.ndarray | None = None) -> Schedule:
-    """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
-    reverse order if ``flip``). Batch ``b`` holds ``units[b]`` chunks per ``Q``-slot
-    (default 1; chunk ``start + u Q + j`` for unit ``u`` of the batch), so the collective's
-    split is ``Q * sum(units)``."""
-    b = ScheduleBuilder(coll)
-    for _ in range(lead):
-        b.new_step()
-    cum = np.arange(P + 1) if units is None else np.concatenate([[0], np.cumsum(units)])
-    D = rows.D
-    any_path = any(p is not None for p in rows.paths)
-    for s in range(P + D - 1):
-        sel = np.flatnonzero((rows.depth - 1 <= s) & (s - (rows.depth - 1) < P))
-        b.new_step()
-        if not len(sel):
-            continue
-        batch = s - (rows.depth[sel] - 1)
-        if flip:
-            batch = P - 1 - batch
-        u0, nu = cum[batch], cum[batch + 1] - cum[batch]
-        keep = nu > 0
-        sel, u0, nu = sel[keep], u0[keep], nu[keep]
-        if not len(sel):
-            continue
-        _add_units(b, rows, sel, u0, nu, any_path)
-    return b.build()
-
-
-def _build_fluid(coll: Collective, rows: _Rows, unit: np.ndarray, K: np.ndarray) -> Schedule:
-    """Row ``i`` sends units ``K[unit[i], s]`` to ``K[unit[i], s + 1]`` (each ``Q``-slot's
-    chunk ``start + u Q + j``) in step ``s``; the split is ``Q * K[:, -1].max()``."""
-    b = ScheduleBuilder(coll)
-    any_path = any(p is not None for p in rows.paths)
-    for s in range(K.shape[1] - 1):
-        b.new_step()
-        u0 = K[unit, s]
-        nu = K[unit, s + 1] - u0
-        sel = np.flatnonzero(nu > 0)
-        if not len(sel):
-            continue
-        _add_units(b, rows, sel, u0[sel], nu[sel], any_path)
-    return b.build()
 
 
 def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,

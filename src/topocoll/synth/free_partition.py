@@ -15,7 +15,7 @@ tree ``T`` sends its partial sum of batch ``b`` to its parent in step ``b + D_T 
 step ``b + D_T + d - 1`` (the root holds it after step ``b + D_T - 1``). In the steady
 state every tree edge carries ``n_T`` chunks each way per step, so the bandwidth term
 is ``M / X`` up to rounding; ``P`` comes from the alpha-beta model
-(:func:`~topocoll.synth.forest.choose_batches`).
+(:func:`~topocoll.synth.forest_rows.choose_batches`).
 
 References
 ----------
@@ -36,7 +36,8 @@ from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
 from ..topology.treelp import TreeLP, tree_allreduce_lp
 from ._common import require, resolve_group
-from .forest import CHUNK_BUDGET, DEFAULT_SIZE, TRANSFER_BUDGET, _bandwidth, _Rows, choose_batches
+from .forest import DEFAULT_SIZE
+from .forest_rows import CHUNK_BUDGET, TRANSFER_BUDGET, _bandwidth, _Rows, choose_batches
 
 __all__ = ["free_partition_allreduce", "tree_lp", "quantize", "ROUNDING_TARGET", "LP_TIME_LIMIT"]
 
@@ -200,7 +201,7 @@ def _rows(lp: TreeLP, n: np.ndarray, Q: int):
 def _merge(rows: _Rows, ops: np.ndarray) -> tuple[np.ndarray, _Rows]:
     """Rows of different trees that share endpoints, path, op and step offset run in the
     same step: one transfer each. Returns the group of every row and the merged rows
-    (what :func:`~topocoll.synth.forest.choose_batches` counts)."""
+    (what :func:`~topocoll.synth.forest_rows.choose_batches` counts)."""
     keys: dict = {}
     group = np.array([keys.setdefault((int(rows.src[i]), int(rows.dst[i]), rows.paths[i],
                                        int(rows.depth[i]), int(ops[i])), len(keys))
@@ -244,7 +245,7 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
         Participants (default all ranks).
     batches : int, optional
         Pipeline depth ``P``; default from the alpha-beta model for ``size`` and
-        ``alpha`` (:func:`~topocoll.synth.forest.choose_batches`).
+        ``alpha`` (:func:`~topocoll.synth.forest_rows.choose_batches`).
     size, alpha, budget
         As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget
         :data:`FREE_BUDGET`).
