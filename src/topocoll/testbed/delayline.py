@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         try:
             os.nice(-10)
-        except OSError:
+        except OSError:   # no privilege: normal priority; lateness shows in the stats
             pass
     flags: set[str] = set()
     signal.signal(signal.SIGTERM, lambda *_: flags.add("stop"))
