@@ -110,6 +110,14 @@ class AlphaBeta:
     def __post_init__(self) -> None:
         check_model_options(self.alpha, self.routing)
 
+    def _routed(self, schedule: Schedule, topology: Topology):
+        """Check the schedule's nodes and route its distinct (source, destination) pairs:
+        ``(routes, pair id per transfer, explicit paths)``."""
+        _check_nodes(schedule, topology)
+        explicit = _explicit(schedule)
+        pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
+        return routes(topology, pairs, self.routing or topology.routing), pair_id, explicit
+
     def evaluate(self, schedule: Schedule, topology: Topology,
                  message_bytes: float) -> SimResult:
         """Return the alpha-beta time of ``schedule`` on ``topology``.
@@ -139,10 +147,7 @@ class AlphaBeta:
         """
         if not (math.isfinite(message_bytes) and message_bytes >= 0):
             raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
-        _check_nodes(schedule, topology)
-        explicit = _explicit(schedule)
-        pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
-        rt = routes(topology, pairs, self.routing or topology.routing)
+        rt, pair_id, explicit = self._routed(schedule, topology)
         ev = _Evaluator(schedule, topology, rt, pair_id, explicit,
                         schedule.collective.chunk_bytes(message_bytes))
         step_times = np.zeros(schedule.num_steps)
@@ -195,10 +200,7 @@ class AlphaBeta:
         for n in sizes:
             if not (math.isfinite(n) and n >= 0):
                 raise ValueError(f"message_bytes must be finite and >= 0, got {n!r}")
-        _check_nodes(schedule, topology)
-        explicit = _explicit(schedule)
-        pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
-        rt = routes(topology, pairs, self.routing or topology.routing)
+        rt, pair_id, explicit = self._routed(schedule, topology)
         ev = _Evaluator(schedule, topology, rt, pair_id, explicit, 1.0)
         cbs = np.array([schedule.collective.chunk_bytes(n) for n in sizes])
         times = np.zeros((schedule.num_steps, len(sizes)))
