@@ -6,6 +6,7 @@ import pytest
 
 from topocoll.cost import AlphaBeta
 from topocoll.cost.bounds import lower_bound
+from topocoll.errors import NotSupportedError
 from topocoll.synth.adaptive import mwu_gap, mwu_packing, topology_adaptive_allreduce
 from topocoll.synth.forest import optimal_allreduce
 from topocoll.synth.ring import bidirectional_ring_allreduce
@@ -51,6 +52,34 @@ def test_mwu_is_near_optimal_where_the_exact_packing_exists():
     assert 1 - 1e-9 <= mwu_gap(t, p) <= 1.25
     forced = topology_adaptive_allreduce(t, batches=2, method="mwu", partition="fixed")
     assert forced.meta["forests"] == "mwu" and verify(forced, t).ok
+
+
+def test_mwu_stops_at_a_certified_gap_and_survives_long_runs():
+    t = ring(6, bandwidth=1e9)
+    full = mwu_packing(t, rounds=96)
+    early = mwu_packing(t, rounds=96, gap=1.01)
+    assert full.per_root[0] == 96
+    assert early.per_root[0] < 96 and mwu_gap(t, early) <= 1.01
+    # lengths used to overflow to inf after a few hundred trees (networkx then raised a
+    # bare Exception); log-domain lengths keep long runs exact
+    s = parse_spec("star:6")
+    assert 1 - 1e-9 <= mwu_gap(s, mwu_packing(s, rounds=400)) <= 1.01
+    with pytest.raises(NotSupportedError, match="gap"):
+        mwu_packing(t, gap=0.5)
+
+
+def test_auto_partition_skips_the_lp_when_fixed_reaches_its_floor():
+    for spec in ("torus:4x4", "fc:6", "hypercube:3"):
+        s = topology_adaptive_allreduce(parse_spec(spec), batches=2)
+        assert s.meta["partition"] == "fixed" and "fluid_free_s_per_B" not in s.meta
+        assert float(s.meta["fluid_fixed_s_per_B"]) <= float(s.meta["free_floor_s_per_B"]) \
+            * (1 + 1e-9)
+    # a slow host makes the floor loose: the LP runs (and wins)
+    from topocoll.topology.explicit import from_edges
+    t = from_edges([(i, 4, b) for i, b in enumerate([1e9, 8e9, 8e9, 8e9])],
+                   num_ranks=4, num_switches=1, bidirectional=True)
+    s = topology_adaptive_allreduce(t, batches=2)
+    assert s.meta["partition"] == "free" and "fluid_free_s_per_B" in s.meta
 
 
 def test_best_ring_order_avoids_slow_cables():

@@ -49,19 +49,39 @@ from .forest import DEFAULT_SIZE
 from .forest_rows import TRANSFER_BUDGET, _bandwidth, _build, _quantum, _rows, choose_batches
 from .free_partition import FREE_BUDGET, free_partition_allreduce
 
-__all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS"]
+__all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS", "MWU_GAP"]
 
-#: Rounds of the multiplicative-weights packing (trees per worker).
-MWU_ROUNDS = 24
+#: Most rounds of the multiplicative-weights packing (trees per worker).
+MWU_ROUNDS = 96
+#: The fallback stops at the first round within this factor of the exact cut optimum.
+MWU_GAP = 1.01
 
 
 def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
-                reverse: bool = False, rounds: int = MWU_ROUNDS, eps: float = 0.5) -> Packing:
+                reverse: bool = False, rounds: int = MWU_ROUNDS, eps: float = 0.5,
+                gap: float | None = None) -> Packing:
     """Near-optimal spanning-tree packing by multiplicative weights (any topology).
 
-    Returns a :class:`~topocoll.topology.packing.Packing` with ``rounds`` unit trees per
-    member (identical trees merged into classes); arcs are shortest switch paths. Its
-    allgather time is ``(M/N) * max_e load_e / (rounds * c_e)``, see :func:`mwu_gap`.
+    Returns a :class:`~topocoll.topology.packing.Packing` with ``R <= rounds`` unit
+    trees per member (identical trees merged into classes); arcs are shortest switch
+    paths. Its allgather time is ``(M/N) * max_e load_e / (R * c_e)``, see
+    :func:`mwu_gap`.
+
+    Parameters
+    ----------
+    rounds : int
+        Most rounds (each adds one tree per member).
+    eps : float
+        Step of the weights: an arc's length grows by ``exp(eps / c_e)`` per tree on it.
+    gap : float, optional
+        Stop after the first round whose packing is within ``gap`` (>= 1) of the exact
+        cut optimum (:func:`~topocoll.topology.maxflow.allgather_optimum`, a true lower
+        bound, so the stop is certified). Default: run all ``rounds``.
+
+    Notes
+    -----
+    Lengths are kept as logarithms and normalized to the longest arc before each
+    shortest-path pass, so long runs neither overflow nor lose arcs to underflow.
 
     Examples
     --------
@@ -69,11 +89,15 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     >>> p = mwu_packing(ring(4, bandwidth=1.0), rounds=4)
     >>> p.per_root[0], sum(t.mult for t in p.trees if t.root == 0)
     (4, 4)
+    >>> mwu_packing(ring(4, bandwidth=1.0), rounds=50, gap=1.0).per_root[0]
+    1
     """
     import networkx as nx
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
+    require(isinstance(rounds, int) and rounds >= 1, f"rounds must be >= 1, got {rounds!r}")
+    require(gap is None or gap >= 1, f"gap must be >= 1, got {gap!r}")
     g = capacity_graph(topology, ranks)
     if reverse:
         g = g.reversed()
@@ -81,12 +105,18 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     n = g.num_nodes
     cap = np.array(g.cap, dtype=float)
     src, dst = g.src, g.dst
-    length = 1.0 / cap
+    loglen = -np.log(cap)
     load = np.zeros(len(cap))
     arc_of = {(int(u), int(v)): i for i, (u, v) in enumerate(zip(src, dst, strict=True))}
     found: dict[int, Counter] = {r: Counter() for r in V}
+    if gap is not None:
+        from ..topology.maxflow import allgather_optimum
+
+        x = allgather_optimum(topology, ranks, reverse=reverse).value * g.unit  # as mwu_gap
+    done = 0
     for _ in range(rounds):
         for r in V:
+            length = np.exp(np.maximum(loglen - loglen.max(), -700.0))
             m = csr_matrix((length, (src, dst)), shape=(n, n))
             dist, pred = dijkstra(m, directed=True, indices=V, return_predecessors=True)
             G = nx.DiGraph()
@@ -106,12 +136,15 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
                 for a, b in zip(path, path[1:], strict=False):
                     e = arc_of[a, b]
                     load[e] += 1
-                    length[e] *= math.exp(eps / cap[e])
+                    loglen[e] += eps / cap[e]
             found[r][tuple(arcs)] += 1
+        done += 1
+        if gap is not None and (load / cap).max() / done <= float(x) * gap:
+            break
     classes = tuple(TreeClass(r, m, tuple((u, v, ((path, m),)) for u, v, path in arcs))
                     for r in V for arcs, m in found[r].items())
     scale = Fraction(int(np.ceil((load / cap).max() * 10**6)), 10**6)
-    return Packing(max(1, math.ceil(scale)), {r: rounds for r in V}, classes, g.unit, 0)
+    return Packing(max(1, math.ceil(scale)), {r: done for r in V}, classes, g.unit, 0)
 
 
 def mwu_gap(topology: Topology, packing: Packing, ranks: Sequence[int] | None = None, *,
@@ -146,7 +179,28 @@ def _forests(topology: Topology, group: tuple[int, ...], method: str):
         except NotSupportedError:
             method = "mwu"
     require(method == "mwu", f"method must be 'auto', 'exact' or 'mwu', got {method!r}")
-    return (mwu_packing(topology, group, reverse=True), mwu_packing(topology, group), "mwu")
+    return (mwu_packing(topology, group, reverse=True, rounds=MWU_ROUNDS, gap=MWU_GAP),
+            mwu_packing(topology, group, rounds=MWU_ROUNDS, gap=MWU_GAP), "mwu")
+
+
+def _free_floor(topology: Topology, group: tuple[int, ...]) -> float:
+    """A lower bound on the free-partition allreduce's seconds per buffer byte.
+
+    Every tree of the tree LP (:mod:`~topocoll.topology.treelp`) has ``N - 1`` edges and
+    each edge carries its rate one way on a path of at least ``h`` arcs and back on
+    another (``h`` the fewest hops between two members), so ``X <= Σ_a c_a / (2 (N - 1)
+    h)`` over all arcs. When the fixed forests already reach it, the LP cannot win.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    g = capacity_graph(topology, group)
+    n = g.num_nodes
+    hops = shortest_path(csr_matrix((np.ones(len(g.src)), (g.src, g.dst)), shape=(n, n)),
+                         unweighted=True, indices=list(g.members))[:, list(g.members)]
+    h = float(hops[hops > 0].min())
+    total = float(sum(g.cap) * g.unit)
+    return 2 * (len(group) - 1) * h / total
 
 
 def _fixed_fluid(topology: Topology, pin: Packing, pout: Packing, n: int) -> float:
@@ -187,7 +241,9 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
         (:func:`~topocoll.synth.free_partition.free_partition_allreduce`); 'fixed':
         every worker owns ``1/N`` (the forests above); 'auto': the one with the smaller
         bandwidth term (fluid seconds per byte, recorded in ``meta``), 'fixed' on ties
-        (its trees are shallower).
+        (its trees are shallower). 'auto' skips the tree LP when the fixed forests
+        already reach a lower bound on every free-partition schedule
+        (:func:`_free_floor`: uniform tori, fully connected), e.g. a 16x16 torus.
 
     Notes
     -----
@@ -218,13 +274,16 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     pin, pout, used = _forests(topology, group, method)
     if partition == "auto":
         fixed = _fixed_fluid(topology, pin, pout, len(group))
+        floor = _free_floor(topology, group)
+        why = {"fluid_fixed_s_per_B": f"{fixed:.6g}", "free_floor_s_per_B": f"{floor:.6g}"}
+    if partition == "auto" and fixed > floor * (1 + 1e-9):
         free = free_partition_allreduce(topology, ranks=group, batches=batches, size=size,
                                         alpha=alpha, budget=budget or FREE_BUDGET)
         rate = float(free.meta["lp_rate_Bps"]) / (1 + float(free.meta["rounding_loss"]))
-        why = {"fluid_free_s_per_B": f"{1 / rate:.6g}", "fluid_fixed_s_per_B": f"{fixed:.6g}"}
+        why["fluid_free_s_per_B"] = f"{1 / rate:.6g}"
         if 1 / rate < fixed * (1 - 1e-9):
             return free.replace(meta={**free.meta, **why})
-    else:
+    elif partition == "fixed":
         why = {}
     budget = budget or TRANSFER_BUDGET
     Q = math.lcm(_quantum(pin), _quantum(pout))
