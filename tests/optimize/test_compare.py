@@ -65,3 +65,22 @@ def test_tree_schedules_are_offered_up_to_the_size_limit():
         big = MAX_TREE_RANKS + 1
         reason = syn.applies(ring(big), tuple(range(big)))
         assert reason and str(big) in reason
+
+
+def test_tuning_stops_growing_batches_past_the_transfer_cap(monkeypatch):
+    import topocoll.optimize.compare as cmp
+
+    t = torus((4, 4))
+    rows = compare_algorithms(t, "allreduce", [2**20], algorithms=["optimal"])
+    assert rows[0].params["batches"] in (1, 4, 16, 64, 256)
+    seen = []
+    real = cmp.verify
+
+    def spy(s, topo, **kw):
+        seen.append(int(s.meta["batches"]))
+        return real(s, topo, **kw)
+
+    monkeypatch.setattr(cmp, "verify", spy)
+    monkeypatch.setattr(cmp, "MAX_TUNE_TRANSFERS", 1)    # every schedule is over the cap
+    rows = compare_algorithms(t, "allreduce", [2**20], algorithms=["optimal"])
+    assert seen == [1] and rows[0].params == {"batches": 1}

@@ -57,6 +57,11 @@ def _candidates(syn: Synthesizer, topology: Topology, p: int) -> list[dict[str, 
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
+#: Once a tuned schedule has more transfers than this, larger pipeline depths
+#: (``batches``) of the same algorithm are not tried (they only multiply the transfers;
+#: on a 16x16 torus ``batches=256`` meant 130 million).
+MAX_TUNE_TRANSFERS = 2_000_000
+
 #: Default limit on the link traversals that routing one schedule may materialize in
 #: :func:`compare_algorithms` (about 2-3 GB of route arrays); see :func:`route_entries`.
 MAX_ROUTE_ENTRIES = 10**8
@@ -162,7 +167,10 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
         if progress:
             progress(syn.name)
         best: dict[float, CompareRow] = {}
+        cap_batches = math.inf
         for opts in _candidates(syn, topology, len(group)):
+            if opts.get("batches", 0) > cap_batches:
+                continue
             kwargs: dict[str, Any] = dict(opts)
             if ranks is not None:
                 kwargs["ranks"] = group
@@ -183,6 +191,8 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
                     reasons.append(f"{syn.name}: {why}")
                     skipped.append((syn.name, why))
                     break
+            if "batches" in opts and sched.num_transfers > MAX_TUNE_TRANSFERS:
+                cap_batches = min(cap_batches, opts["batches"])
             ok = verify(sched, topology, collect=True).ok
             if hasattr(model, "evaluate_sizes"):   # one routing and load pass for all sizes
                 results = model.evaluate_sizes(sched, topology, sizes)

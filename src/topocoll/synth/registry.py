@@ -142,7 +142,7 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("optimal", "broadcast", forest.optimal_broadcast, _optimal_applies, _BATCHES),
     Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
-                _adaptive_applies, {**_BATCHES, "partition": ("free", "fixed")}),
+                _adaptive_applies, {**_BATCHES, "partition": ("auto", "fixed")}),
     Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce, _best_ring_applies),
     Synthesizer("swing", "allreduce", swing.swing_allreduce),
     Synthesizer("swing_latency", "allreduce", swing.swing_latency_allreduce),
