@@ -89,8 +89,9 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     >>> p = mwu_packing(ring(4, bandwidth=1.0), rounds=4)
     >>> p.per_root[0], sum(t.mult for t in p.trees if t.root == 0)
     (4, 4)
-    >>> mwu_packing(ring(4, bandwidth=1.0), rounds=50, gap=1.0).per_root[0]
-    1
+    >>> q = mwu_packing(ring(4, bandwidth=1.0), rounds=50, gap=1.0)   # stops early
+    >>> q.per_root[0], mwu_gap(ring(4, bandwidth=1.0), q)
+    (2, 1.0)
     """
     import networkx as nx
     from scipy.sparse import csr_matrix
