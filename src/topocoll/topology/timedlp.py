@@ -171,6 +171,7 @@ class _Master:
 def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
              reverse: bool = False, seeds: Sequence[TimedTree] = (),
              cap_total: bool = True, max_iterations: int = 200, hops: int | None = None,
+             per_root: int = 2, stop: float = 1e-5,
              time_limit: float | None = None) -> TimedLP:
     """The timed-tree allgather LP with horizon ``steps`` (column generation).
 
@@ -250,7 +251,7 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
         if it >= max_iterations or (time_limit is not None
                                     and time.perf_counter() - t0 > time_limit):
             break
-        if col[:H].sum() <= bound * scale * (1 + 1e-7):
+        if col[:H].sum() <= bound * scale * (1 + stop):
             break                              # at the cut bound: nothing can improve
         D, pred = net.distances(y + zl[None, :], hops)
         SM, AS = suffix_min(D)
@@ -260,10 +261,10 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
             basic.setdefault(trees[k].root, []).append(trees[k])
         found = []
         for i in range(N):
-            for cost, tree in price_root(net, D, SM, AS, pred, i,
-                                         basic.get(net.members[i], ())):
-                if cost < mu[i] - _TOL * max(1.0, abs(mu[i])):
-                    found.append(tree)
+            cands = price_root(net, D, SM, AS, pred, i, basic.get(net.members[i], ()),
+                               keep=per_root)
+            found.extend(t for c, t in cands
+                         if c < mu[i] - _TOL * max(1.0, abs(mu[i])))
         if not take(found):
             break
     x = col[master.fixed:]

@@ -288,11 +288,12 @@ def _as_tree(net: Net, pred: np.ndarray, i: int, par: np.ndarray, tm: np.ndarray
 
 
 def price_root(net: Net, D: np.ndarray, SM: np.ndarray, AS: np.ndarray, pred: np.ndarray,
-               i: int, starts: Sequence[TimedTree] = (), passes: int = 6
+               i: int, starts: Sequence[TimedTree] = (), passes: int = 6, keep: int = 2
                ) -> list[tuple[float, TimedTree]]:
     """Heuristic cheap timed trees of member index ``i`` under ``D``: the growth tree and
     each of ``starts`` (the root's trees in the current LP solution, re-routed along
-    today's shortest paths), all improved by local search; ``(cost, tree)`` pairs."""
+    today's shortest paths), all improved by local search; the ``keep`` cheapest as
+    ``(cost, tree)`` pairs."""
     cands = []
     par, tm, ok = _grow(SM, AS, i)
     if ok:
@@ -304,12 +305,13 @@ def price_root(net: Net, D: np.ndarray, SM: np.ndarray, AS: np.ndarray, pred: np
         for x, y, st, _ in t.arcs:
             par[pos[y]], tm[pos[y]] = pos[x], st
         cands.append((par, tm))
-    out = []
+    scored = []
     for par, tm in cands:
         cost = _improve(D, par, tm, i, passes)
         if np.isfinite(cost):
-            out.append((float(cost), _as_tree(net, pred, i, par, tm)))
-    return out
+            scored.append((float(cost), par, tm))
+    scored.sort(key=lambda c: c[0])
+    return [(c, _as_tree(net, pred, i, par, tm)) for c, par, tm in scored[:keep]]
 
 
 def seed_trees(net: Net, H: int, hops: int) -> list[TimedTree]:
@@ -324,7 +326,7 @@ def seed_trees(net: Net, H: int, hops: int) -> list[TimedTree]:
             out.append(TimedTree(net.members[i], tuple(
                 (net.members[i], net.members[j], s, ((net.path(pred, s, i, j), 1.0),))
                 for j in range(N) if j != i)))
-        out.extend(t for _, t in price_root(net, D, SM, AS, pred, i))
+        out.extend(t for _, t in price_root(net, D, SM, AS, pred, i, keep=1))
     return out
 
 

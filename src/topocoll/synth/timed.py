@@ -1,0 +1,196 @@
+"""Timed-tree schedules: the step-indexed tree LP as a schedule (``pipeline="timed"``).
+
+:func:`~topocoll.topology.timedlp.timed_lp` chooses, per root, timed spanning trees
+(every arc has a step and a fabric path) and each tree's share of the root's block; it
+minimizes the sum of the step lengths with steps as barriers. Here the shares are rounded
+to integer chunk counts out of ``R`` chunks per block (largest remainder per root), each
+tree's chunks sent along its arcs in their steps, and the horizon ``H`` is chosen by the
+per-step alpha-beta model of the result: step ``s`` costs ``alpha + max_t (latency_t +
+max_{l in t} load_l / c_l)`` (the model of :class:`~topocoll.cost.AlphaBeta`; synth may
+not import cost, so it is evaluated here on the transfers we build).
+
+Rounding error: root ``r``'s counts differ from ``R x_T`` by less than one chunk per tree,
+so a link's load over the whole schedule exceeds the LP's (at most the bound ``T^*``) by
+less than ``b / R`` per tree-path crossing it (:func:`rounding_slack`).
+
+Reduce-scatter is the LP of the reversed graph run backwards with REDUCE, allreduce is
+reduce-scatter then allgather (as :mod:`~topocoll.synth.forest` does).
+
+References
+----------
+.. [1] Zhao and Krishnamurthy, "Bandwidth Optimal Pipeline Schedule for Collective
+   Communication", arXiv 2305.18461, 2023.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..collective import allgather
+from ..schedule import Schedule, ScheduleBuilder
+from ..topology import Topology
+from ..topology.packing import optimal_packing
+from ..topology.timedlp import MAX_RANKS, TimedLP, timed_lp
+from ..topology.timedprice import Net, packing_seeds
+from ._common import require
+from .forest_rows import _loopless
+
+__all__ = ["TimedPlan", "timed_plan", "build_timed", "rounding_slack", "TIMED_RESOLUTIONS",
+           "TIMED_TIME_LIMIT"]
+
+#: Chunks per block of a timed schedule (the rounding step of the tree shares) tried by
+#: default; the smallest whose model time is within :data:`_ROUNDING_TOL` of the finest
+#: is kept, within :data:`CHUNK_ENTRY_BUDGET`.
+TIMED_RESOLUTIONS = (1024, 4096, 16384)
+#: Most chunk entries (``N (N - 1) R``) a default timed allgather may hold.
+CHUNK_ENTRY_BUDGET = 4_000_000
+_ROUNDING_TOL = 5e-4
+#: Wall-clock cap (s) of one LP solve; the best columns found so far are used after it.
+TIMED_TIME_LIMIT = 60.0
+
+
+@dataclass(frozen=True)
+class TimedPlan:
+    """A rounded timed LP: ``transfers[s]`` lists ``(src, dst, chunk ids, path)`` of step
+    ``s + 1`` in the LP's frame (the reversed graph for reduce-scatter)."""
+
+    lp: TimedLP
+    resolution: int
+    transfers: tuple
+    model_time: float          # per-step alpha-beta time at the size it was chosen for
+    latency: float             # the longest route latency used
+
+
+def _round(share: np.ndarray, R: int) -> np.ndarray:
+    """Largest-remainder rounding of ``share`` (summing to 1) to integers summing to R.
+
+    >>> _round(np.array([0.5, 0.25, 0.25]), 10).tolist()
+    [5, 3, 2]
+    """
+    raw = share / share.sum() * R
+    c = np.floor(raw).astype(np.int64)
+    rest = R - int(c.sum())
+    if rest > 0:
+        c[np.argsort(-(raw - c), kind="stable")[:rest]] += 1
+    return c
+
+
+def _plan(lp: TimedLP, net: Net, R: int, block: float, alpha: float) -> TimedPlan:
+    by_root: dict[int, list[int]] = defaultdict(list)
+    for k, t in enumerate(lp.trees):
+        by_root[t.root].append(k)
+    steps: list[dict] = [dict() for _ in range(lp.steps)]
+    for i, r in enumerate(lp.members):
+        ks = by_root[r]
+        counts = _round(lp.share[ks], R)
+        off = i * R
+        for k, c in zip(ks, counts.tolist(), strict=True):
+            if c == 0:
+                continue
+            for x, y, s, pieces in lp.trees[k].arcs:
+                sub = _round(np.array([f for _, f in pieces]), c)
+                o = off
+                for (path, _), n in zip(pieces, sub.tolist(), strict=True):
+                    if n:
+                        steps[s - 1].setdefault((x, y, path), []).append((o, n))
+                    o += n
+            off += c
+    transfers, total, ell = [], 0.0, 0.0
+    chunk = block / R
+    for st in steps:
+        if not st:
+            continue
+        items = [(x, y, np.concatenate([np.arange(o, o + n) for o, n in rs]), path)
+                 for (x, y, path), rs in st.items()]
+        load = np.zeros(net.num_links)
+        hops = [net.hops(p) for *_, p in items]
+        for (_, _, ids, _), h in zip(items, hops, strict=True):
+            load[h] += len(ids) * chunk
+        t = load / net.bw
+        lat = [net.latency(p) for *_, p in items]
+        ell = max(ell, *lat)
+        total += alpha + max(la + t[h].max() for la, h in zip(lat, hops, strict=True))
+        transfers.append(tuple(items))
+    return TimedPlan(lp, R, tuple(transfers), total, ell)
+
+
+def _resolve(lp: TimedLP, net: Net, block: float, alpha: float,
+             resolution: int | None) -> TimedPlan:
+    """The plan at ``resolution`` chunks per block, or the smallest of
+    :data:`TIMED_RESOLUTIONS` (within the chunk budget) that rounds almost as well as the
+    finest."""
+    if resolution is not None:
+        return _plan(lp, net, resolution, block, alpha)
+    N = len(lp.members)
+    cands = [R for R in TIMED_RESOLUTIONS if N * (N - 1) * R <= CHUNK_ENTRY_BUDGET] or \
+        [TIMED_RESOLUTIONS[0]]
+    plans = [_plan(lp, net, R, block, alpha) for R in cands]
+    fine = min(p.model_time for p in plans)
+    return next(p for p in plans if p.model_time <= fine * (1 + _ROUNDING_TOL))
+
+
+def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: float, *,
+               reverse: bool, steps: int | None = None, resolution: int | None = None,
+               time_limit: float = TIMED_TIME_LIMIT) -> TimedPlan:
+    """The timed LP for ``steps`` steps, or the best horizon by the per-step model at
+    ``size`` bytes: ``H = ceil(log2 N), +1, ...`` until the LP reaches the bound or the
+    model time stops improving (at most ``2 ceil(log2 N) + 4`` steps)."""
+    N = len(group)
+    require(N <= MAX_RANKS, f"pipeline='timed' is built for at most {MAX_RANKS} ranks, "
+                            f"got {N}")
+    require(resolution is None or isinstance(resolution, int) and resolution >= 1,
+            f"resolution must be a positive integer, got {resolution!r}")
+    net = Net(topology, group, reverse)
+    packing = optimal_packing(topology, group, reverse=reverse)
+    block = size / N
+    lo = max(1, math.ceil(math.log2(N)))
+    horizons = [steps] if steps is not None else range(lo, 2 * lo + 5)
+    best = None
+    for H in horizons:
+        if steps is not None:
+            require(isinstance(H, int) and H >= 1, f"steps must be an integer >= 1, got {H!r}")
+        lp = timed_lp(topology, group, steps=H, reverse=reverse,
+                      seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+        plan = _resolve(lp, net, block, alpha, resolution)
+        if best is not None and plan.model_time >= best.model_time:
+            break
+        best = plan
+        if lp.gap <= 1e-6:
+            break
+    return best
+
+
+def build_timed(group: tuple[int, ...], plan: TimedPlan) -> Schedule:
+    """The allgather-shaped schedule of ``plan`` (split = resolution chunks per block)."""
+    b = ScheduleBuilder(allgather(group, split=plan.resolution))
+    for items in plan.transfers:
+        b.new_step()
+        ptr = np.concatenate([[0], np.cumsum([len(ids) for _, _, ids, _ in items])])
+        paths = [p if len(p) > 2 else None for *_, p in items]
+        b.add_many([x for x, *_ in items], [y for _, y, *_ in items],
+                   (ptr, np.concatenate([ids for _, _, ids, _ in items])),
+                   paths=paths if any(p is not None for p in paths) else None)
+    return b.build()
+
+
+def meta(plan: TimedPlan) -> dict[str, str]:
+    """Schedule metadata of a timed plan."""
+    lp = plan.lp
+    return {"pipeline": "timed", "steps": str(lp.steps), "timed_gap": f"{lp.gap:.6f}",
+            "chunks_per_block": str(plan.resolution), "trees": str(len(lp.trees)),
+            "lp_seconds": f"{lp.seconds:.2f}"}
+
+
+def rounding_slack(plan: TimedPlan, net: Net) -> np.ndarray:
+    """Per link (of ``net``) the most the rounded schedule's total bytes per block byte
+    can exceed the LP's: ``1/R`` per tree-path crossing (times the piece fraction)."""
+    out = np.zeros(net.num_links)
+    for t in plan.lp.trees:
+        for *_, pieces in t.arcs:
+            for path, f in pieces:
+                out[net.hops(path)] += 1.0 / plan.resolution
+    return out
