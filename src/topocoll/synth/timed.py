@@ -194,3 +194,91 @@ def rounding_slack(plan: TimedPlan, net: Net) -> np.ndarray:
             for path, f in pieces:
                 out[net.hops(path)] += 1.0 / plan.resolution
     return out
+
+
+# ------------------------------------------------------------------ optimal(pipeline=...)
+#: Largest group for which ``pipeline="auto"`` (the ``optimal`` default) also tries the
+#: timed LP (seconds to a minute per LP at 16 ranks on 2 shared cores).
+AUTO_MAX_RANKS = 32
+#: ``pipeline="auto"`` keeps the batches schedule when its model time is within this
+#: fraction of the exact bound.
+AUTO_SLACK = 0.005
+
+
+def _parts(kind: str) -> tuple[bool, ...]:
+    """The allgather-shaped parts of ``kind``: reversed graph or not, in run order."""
+    return {"allgather": (False,), "reduce_scatter": (True,),
+            "allreduce": (True, False)}[kind]
+
+
+def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: float,
+                   alpha: float, steps: int | None,
+                   plans: dict | None = None) -> tuple[Schedule, float]:
+    """The ``pipeline="timed"`` schedule of ``kind`` (allgather, reduce_scatter or
+    allreduce) and its model time at ``size``."""
+    from ..collective import allreduce, reduce_scatter
+    from ..schedule import concat, reverse
+
+    plans = {} if plans is None else plans
+    R = None
+    for rev in _parts(kind):
+        if rev not in plans or (R is not None and plans[rev].resolution != R):
+            plans[rev] = timed_plan(topology, group, size, alpha, reverse=rev, steps=steps,
+                                    resolution=R)
+        R = plans[rev].resolution
+    parts, info = [], {}
+    for rev in _parts(kind):
+        p = plans[rev]
+        s = build_timed(group, p)
+        if rev:
+            s = reverse(s, reduce_scatter(group, split=R))
+        parts.append(s)
+        info.update({k + ("_rs" if rev and kind == "allreduce" else ""): v
+                     for k, v in meta(p).items()})
+    total = sum(plans[rev].model_time for rev in _parts(kind))
+    if kind == "allreduce":
+        s = concat(parts, allreduce(group, split=len(group) * R), name="optimal", meta=info)
+    else:
+        s = parts[0].replace(name="optimal", meta=info)
+    return s, total
+
+
+def batches_time(topology: Topology, rows, P: int, units, per_root_bytes: float,
+                 alpha: float, reverse_graph: bool) -> float:
+    """Per-step alpha-beta time of a batches pipeline of ``rows`` (longest row latency in
+    every step: an upper bound on the cost model's time)."""
+    from .forest_rows import _entries
+    from .pipeline import pipeline_time
+
+    if not len(rows.src):
+        return 0.0
+    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
+    L = np.zeros((rows.D, nlinks))
+    np.add.at(L, (rows.depth[ent_row] - 1, ent_link), ent_w * per_root_bytes / rows.Q)
+    return pipeline_time(L, np.ones(P) if units is None else np.asarray(units), alpha + ell)
+
+
+def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
+              parts: list, size: float, alpha: float, steps: int | None) -> Schedule:
+    """``pipeline="auto"``: ``batched`` unless it is more than :data:`AUTO_SLACK` over
+    the exact bound, the group has at most :data:`AUTO_MAX_RANKS` ranks and the timed
+    schedule's model time is smaller. ``parts``: ``(rows, P, units, reversed)`` of each
+    allgather-shaped part of ``batched``."""
+    from ..topology.maxflow import allgather_optimum
+
+    N = len(group)
+    if N > AUTO_MAX_RANKS or N < 2 or size <= 0:
+        return batched
+    t_b = sum(batches_time(topology, rows, P, u, size / N, alpha, rev)
+              for rows, P, u, rev in parts)
+    bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size / N
+                for rev in _parts(kind))
+    if t_b <= bound * (1 + AUTO_SLACK):
+        return batched
+    s, t_t = timed_schedule(kind, topology, group, size, alpha, steps)
+    gap = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
+    if t_t < t_b:
+        return s.replace(meta={**s.meta, "auto": f"timed ({t_t / bound:.4f} vs batches "
+                                                  f"{t_b / bound:.4f} of the bound)"})
+    return batched.replace(meta={**batched.meta, **gap, "auto": f"batches ({t_b / bound:.4f}"
+                                 f" vs timed {t_t / bound:.4f} of the bound)"})
