@@ -251,7 +251,7 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     pipeline : {'auto', 'batches', 'weighted', 'fluid', 'timed'}
         'auto' (default): 'batches', replaced by 'timed' when ``batches`` is not given,
         the batches pipeline is more than 0.5% over the bound at ``size`` in the per-step
-        model, the group has at most 32 ranks and the timed schedule is faster
+        model, the group has at most 16 ranks and the timed schedule is faster
         (:func:`~topocoll.synth.timed.auto_pick`; ``meta['auto']`` records the choice).
         'timed': per-root timed trees from the step-indexed tree LP
         (:mod:`~topocoll.synth.timed`; within about 0.5% of the bound at 1 GiB on the

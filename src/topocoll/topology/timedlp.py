@@ -63,6 +63,8 @@ MAX_STEPS = 64
 #: Cost of the elastic slack on the per-link total rows (in units of the objective).
 _SLACK_COST = 1e3
 _TOL = 1e-9
+#: Iterations over which the tail-off rule of :func:`timed_lp` measures progress.
+_TAIL = 10
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ class _Master:
 def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
              reverse: bool = False, seeds: Sequence[TimedTree] = (),
              cap_total: bool = True, max_iterations: int = 200, hops: int | None = None,
-             per_root: int = 2, stop: float = 1e-5,
+             per_root: int = 2, stop: float = 1e-5, tail: float = 1e-4,
              time_limit: float | None = None) -> TimedLP:
     """The timed-tree allgather LP with horizon ``steps`` (column generation).
 
@@ -193,6 +195,14 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
         Add the per-link total rows ``sum_s load_{l,s} <= c_l T^* + sigma``.
     max_iterations : int
         Cap on pricing rounds.
+    hops : int, optional
+        Longest path (links) an arc may take (default: the fewest that connect every
+        member pair).
+    per_root : int
+        Most columns added per root and round.
+    stop, tail : float
+        Stop when the value is within ``stop`` of the bound, or improved by at most
+        ``tail`` (relative) over the last 10 rounds.
     time_limit : float, optional
         Wall-clock cap in seconds.
 
@@ -245,12 +255,16 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
     hops = net.hop_limit() if hops is None else int(hops)
     take(list(seeds) + seed_trees(net, H, hops))
     it = 0
+    history: list[float] = []
     while True:
         col, mu, y, zl = master.solve()
         it += 1
+        history.append(float(col[:H].sum()))
         if it >= max_iterations or (time_limit is not None
                                     and time.perf_counter() - t0 > time_limit):
             break
+        if len(history) > _TAIL and history[-_TAIL - 1] - history[-1] <= tail * history[-1]:
+            break                              # tailing off: too little progress lately
         if col[:H].sum() <= bound * scale * (1 + stop):
             break                              # at the cut bound: nothing can improve
         D, pred = net.distances(y + zl[None, :], hops)
