@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..collective import allgather
+from ..errors import InfeasibleError
 from ..schedule import Schedule, ScheduleBuilder
 from ..topology import Topology
 from ..topology.packing import optimal_packing
@@ -138,7 +139,9 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
                time_limit: float = TIMED_TIME_LIMIT) -> TimedPlan:
     """The timed LP for ``steps`` steps, or the best horizon by the per-step model at
     ``size`` bytes: ``H = ceil(log2 N), +1, ...`` until the LP reaches the bound or the
-    model time stops improving (at most ``2 ceil(log2 N) + 4`` steps)."""
+    model time stops improving (at most ``2 ceil(log2 N) + 4`` steps), for each path
+    limit of :meth:`~topocoll.topology.timedprice.Net.hop_limits` (short paths cost less
+    latency per step)."""
     N = len(group)
     require(N <= MAX_RANKS, f"pipeline='timed' is built for at most {MAX_RANKS} ranks, "
                             f"got {N}")
@@ -147,14 +150,30 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
     net = Net(topology, group, reverse)
     packing = optimal_packing(topology, group, reverse=reverse)
     block = size / N
-    lo = max(1, math.ceil(math.log2(N)))
+    best = None
+    for hops in net.hop_limits():
+        plan = _horizon(topology, group, packing, net, block, alpha, reverse, steps,
+                        resolution, time_limit, hops)
+        if best is None or plan.model_time < best.model_time:
+            best = plan
+    return best
+
+
+def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolution,
+             time_limit, hops) -> TimedPlan:
+    lo = max(1, math.ceil(math.log2(len(group))))
     horizons = [steps] if steps is not None else range(lo, 2 * lo + 5)
     best = None
     for H in horizons:
         if steps is not None:
             require(isinstance(H, int) and H >= 1, f"steps must be an integer >= 1, got {H!r}")
-        lp = timed_lp(topology, group, steps=H, reverse=reverse,
-                      seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+        try:
+            lp = timed_lp(topology, group, steps=H, reverse=reverse, hops=hops,
+                          seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+        except InfeasibleError:
+            if steps is not None:
+                raise
+            continue                           # no tree fits: try a longer horizon
         plan = _resolve(lp, net, block, alpha, resolution)
         if best is not None and plan.model_time >= best.model_time:
             break
@@ -163,6 +182,8 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
         # costs at least alpha plus the shortest link latency
         if (lp.value - lp.bound) * block <= alpha + float(net.lat.min()):
             break
+    require(best is not None, f"no timed tree fits in {max(horizons)} steps with paths of at "
+                              f"most {hops} links on {topology.name}")
     return best
 
 

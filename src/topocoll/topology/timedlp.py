@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NotSupportedError, TopologyError
+from ..errors import InfeasibleError, NotSupportedError, TopologyError
 from .maxflow import allgather_optimum
 from .timedprice import Net, TimedTree, price_root, seed_trees, suffix_min
 
@@ -64,7 +64,7 @@ MAX_STEPS = 64
 _SLACK_COST = 1e3
 _TOL = 1e-9
 #: Iterations over which the tail-off rule of :func:`timed_lp` measures progress.
-_TAIL = 10
+_TAIL = 25
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
         Most columns added per root and round.
     stop, tail : float
         Stop when the value is within ``stop`` of the bound, or improved by at most
-        ``tail`` (relative) over the last 10 rounds.
+        ``tail`` (relative) over the last 25 rounds.
     time_limit : float, optional
         Wall-clock cap in seconds.
 
@@ -252,8 +252,14 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
             master.add([net.column(t, H, cap_total) for t in new])
         return len(new)
 
-    hops = net.hop_limit() if hops is None else int(hops)
+    hops = net.hop_limits()[-1] if hops is None else int(hops)
+    seeds = [t for t in seeds if all(len(p) - 1 <= hops for *_, pcs in t.arcs for p, _ in pcs)]
     take(list(seeds) + seed_trees(net, H, hops))
+    missing = set(net.members) - {t.root for t in trees}
+    if missing:
+        r = min(missing)
+        raise InfeasibleError(f"no timed tree of rank {r} reaches every member in {H} steps "
+                              f"with paths of at most {hops} links")
     it = 0
     history: list[float] = []
     while True:

@@ -111,8 +111,13 @@ class Net:
         r, inv = np.unique(np.array(rows, np.int64), return_inverse=True)
         return r, np.bincount(inv, weights=np.array(vals))
 
-    def hop_limit(self) -> int:
-        """Fewest hops that connect every ordered member pair (the default path limit)."""
+    def hop_limits(self) -> tuple[int, ...]:
+        """Path-length limits worth trying: the fewest hops that keep the members
+        strongly connected (short paths: less latency per step) and the fewest that
+        connect every ordered member pair directly (the default)."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
         D, _ = _bellman(self.src, self.dst, np.ones(self.num_links), self.n,
                         np.array(self.members, np.int64), self.n)
         d = D[:, list(self.members)]
@@ -120,7 +125,12 @@ class Net:
             i, j = np.argwhere(~np.isfinite(d))[0]
             raise TopologyError(f"rank {self.members[j]} cannot be reached from rank "
                                 f"{self.members[i]}", item=f"rank {self.members[j]}")
-        return int(round(d.max()))
+        full = int(round(d.max()))
+        for k in sorted(set(np.round(d[d > 0]).astype(int).tolist())):
+            if connected_components(csr_matrix((d <= k) & (d > 0)), directed=True,
+                                    connection="strong")[0] == 1:
+                return (k, full) if k < full else (full,)
+        return (full,)  # pragma: no cover - the full limit always connects
 
     def distances(self, W: np.ndarray, hops: int) -> tuple[np.ndarray, np.ndarray]:
         """Member-to-member shortest path lengths per step under link lengths
