@@ -156,6 +156,8 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
                         resolution, time_limit, hops)
         if best is None or plan.model_time < best.model_time:
             best = plan
+        if plan.lp.gap <= 1e-4:
+            break                  # at the bound with short paths: longer ones only add latency
     return best
 
 
