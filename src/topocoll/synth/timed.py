@@ -25,6 +25,7 @@ References
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -52,6 +53,11 @@ CHUNK_ENTRY_BUDGET = 4_000_000
 _ROUNDING_TOL = 5e-4
 #: Wall-clock cap (s) of one LP solve; the best columns found so far are used after it.
 TIMED_TIME_LIMIT = 60.0
+#: Wall-clock budget (s) of the horizon search of one :func:`timed_plan`: no new
+#: horizon is started after it (the best plan so far is returned).
+TIMED_BUDGET = 30.0
+#: The horizon search stops once the model time is within this fraction of the bound.
+TIMED_GOOD = 0.002
 
 
 @dataclass(frozen=True)
@@ -136,12 +142,14 @@ def _resolve(lp: TimedLP, net: Net, block: float, alpha: float,
 
 def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: float, *,
                reverse: bool, steps: int | None = None, resolution: int | None = None,
-               time_limit: float = TIMED_TIME_LIMIT) -> TimedPlan:
+               time_limit: float = TIMED_TIME_LIMIT, budget: float = TIMED_BUDGET
+               ) -> TimedPlan:
     """The timed LP for ``steps`` steps, or the best horizon by the per-step model at
     ``size`` bytes: ``H = ceil(log2 N), +1, ...`` until the LP reaches the bound or the
     model time stops improving (at most ``2 ceil(log2 N) + 4`` steps), for each path
     limit of :meth:`~topocoll.topology.timedprice.Net.hop_limits` (short paths cost less
-    latency per step)."""
+    latency per step). Stops early once within :data:`TIMED_GOOD` of the bound or after
+    ``budget`` seconds."""
     N = len(group)
     require(N <= MAX_RANKS, f"pipeline='timed' is built for at most {MAX_RANKS} ranks, "
                             f"got {N}")
@@ -151,18 +159,19 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
     packing = optimal_packing(topology, group, reverse=reverse)
     block = size / N
     best = None
+    t0 = time.perf_counter()
     for hops in net.hop_limits():
         plan = _horizon(topology, group, packing, net, block, alpha, reverse, steps,
-                        resolution, time_limit, hops)
+                        resolution, time_limit, hops, t0 + budget)
         if best is None or plan.model_time < best.model_time:
             best = plan
-        if plan.lp.gap <= 1e-4:
+        if plan.lp.gap <= 1e-4 or time.perf_counter() > t0 + budget:
             break                  # at the bound with short paths: longer ones only add latency
     return best
 
 
 def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolution,
-             time_limit, hops) -> TimedPlan:
+             time_limit, hops, deadline) -> TimedPlan:
     lo = max(1, math.ceil(math.log2(len(group))))
     horizons = [steps] if steps is not None else range(lo, 2 * lo + 5)
     best = None
@@ -171,7 +180,8 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
             require(isinstance(H, int) and H >= 1, f"steps must be an integer >= 1, got {H!r}")
         try:
             lp = timed_lp(topology, group, steps=H, reverse=reverse, hops=hops,
-                          seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+                          seeds=packing_seeds(packing, H, _loopless),
+                          time_limit=max(1.0, min(time_limit, deadline - time.perf_counter())))
         except InfeasibleError:
             if steps is not None:
                 raise
@@ -182,7 +192,9 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
         best = plan
         # more steps cannot save more than the bandwidth above the bound, and each
         # costs at least alpha plus the shortest link latency
-        if (lp.value - lp.bound) * block <= alpha + float(net.lat.min()):
+        if (lp.value - lp.bound) * block <= alpha + float(net.lat.min()) or \
+                plan.model_time <= lp.bound * block * (1 + TIMED_GOOD) or \
+                time.perf_counter() > deadline:
             break
     require(best is not None, f"no timed tree fits in {max(horizons)} steps with paths of at "
                               f"most {hops} links on {topology.name}")
@@ -228,6 +240,8 @@ AUTO_MAX_RANKS = 16
 #: ``pipeline="auto"`` keeps the batches schedule when its model time is within this
 #: fraction of the exact bound.
 AUTO_SLACK = 0.005
+#: Horizon-search budget (s) per allgather-shaped part under ``pipeline="auto"``.
+AUTO_BUDGET = 10.0
 
 
 def _parts(kind: str) -> tuple[bool, ...]:
@@ -237,8 +251,8 @@ def _parts(kind: str) -> tuple[bool, ...]:
 
 
 def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: float,
-                   alpha: float, steps: int | None,
-                   plans: dict | None = None) -> tuple[Schedule, float]:
+                   alpha: float, steps: int | None, plans: dict | None = None,
+                   budget: float = TIMED_BUDGET) -> tuple[Schedule, float]:
     """The ``pipeline="timed"`` schedule of ``kind`` (allgather, reduce_scatter or
     allreduce) and its model time at ``size``."""
     from ..collective import allreduce, reduce_scatter
@@ -249,7 +263,7 @@ def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: 
     for rev in _parts(kind):
         if rev not in plans or (R is not None and plans[rev].resolution != R):
             plans[rev] = timed_plan(topology, group, size, alpha, reverse=rev, steps=steps,
-                                    resolution=R)
+                                    resolution=R, budget=budget)
         R = plans[rev].resolution
     parts, info = [], {}
     for rev in _parts(kind):
@@ -300,7 +314,7 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
                 for rev in _parts(kind))
     if t_b <= bound * (1 + AUTO_SLACK):
         return batched
-    s, t_t = timed_schedule(kind, topology, group, size, alpha, steps)
+    s, t_t = timed_schedule(kind, topology, group, size, alpha, steps, budget=AUTO_BUDGET)
     gap = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
     if t_t < t_b:
         return s.replace(meta={**s.meta, "auto": f"timed ({t_t / bound:.4f} vs batches "
