@@ -52,7 +52,6 @@ from .forest_rows import (
     _units,
     choose_batches,
 )
-from .timed import auto_pick, timed_schedule
 from .pipeline import (
     batch_units,
     fill_overhead,
@@ -60,6 +59,7 @@ from .pipeline import (
     fluid_sends,
     pipeline_time,
 )
+from .timed import auto_pick, timed_schedule
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
@@ -249,13 +249,9 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
     pipeline : {'auto', 'batches', 'weighted', 'fluid', 'timed'}
-        'auto' (default): 'batches', replaced by 'timed' when ``batches`` is not given,
-        the batches pipeline is more than 0.5% over the bound at ``size`` in the per-step
-        model, the group has at most 16 ranks and the timed schedule is faster
-        (:func:`~topocoll.synth.timed.auto_pick`; ``meta['auto']`` records the choice).
-        'timed': per-root timed trees from the step-indexed tree LP
-        (:mod:`~topocoll.synth.timed`; within about 0.5% of the bound at 1 GiB on the
-        switched fabrics, seconds to a minute per schedule).
+        'auto' (default): 'batches', or 'timed' where faster
+        (:func:`~topocoll.synth.timed.auto_pick`). 'timed': timed trees from the
+        step-indexed tree LP (:mod:`~topocoll.synth.timed`; seconds per schedule).
         'batches': ``P`` equal batches down the trees (:func:`choose_batches`).
         'weighted': then unequal batch sizes from
         :func:`~topocoll.synth.pipeline.batch_units` where they are faster (more chunks

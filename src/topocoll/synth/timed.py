@@ -224,12 +224,13 @@ def meta(plan: TimedPlan) -> dict[str, str]:
 
 def rounding_slack(plan: TimedPlan, net: Net) -> np.ndarray:
     """Per link (of ``net``) the most the rounded schedule's total bytes per block byte
-    can exceed the LP's: ``1/R`` per tree-path crossing (times the piece fraction)."""
+    can exceed the LP's: ``1/R`` per tree path crossing it (``(1 + f)/R`` for a piece
+    of fraction ``f`` of a split arc: the tree's count and the piece's split both round)."""
     out = np.zeros(net.num_links)
     for t in plan.lp.trees:
         for *_, pieces in t.arcs:
-            for path, f in pieces:
-                out[net.hops(path)] += 1.0 / plan.resolution
+            for path, f in pieces:        # < 1 chunk per tree, < 1 + f per piece
+                out[net.hops(path)] += (1.0 if len(pieces) == 1 else 1.0 + f) / plan.resolution
     return out
 
 
