@@ -54,7 +54,8 @@ _ROUNDING_TOL = 5e-4
 #: Wall-clock cap (s) of one LP solve; the best columns found so far are used after it.
 TIMED_TIME_LIMIT = 60.0
 #: Wall-clock budget (s) of the horizon search of one :func:`timed_plan`: no new
-#: horizon is started after it (the best plan so far is returned).
+#: horizon is started after it (the best plan so far is returned; a started LP runs to
+#: its own stopping rule or :data:`TIMED_TIME_LIMIT`).
 TIMED_BUDGET = 30.0
 #: The horizon search stops once the model time is within this fraction of the bound.
 TIMED_GOOD = 0.002
@@ -180,8 +181,7 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
             require(isinstance(H, int) and H >= 1, f"steps must be an integer >= 1, got {H!r}")
         try:
             lp = timed_lp(topology, group, steps=H, reverse=reverse, hops=hops,
-                          seeds=packing_seeds(packing, H, _loopless),
-                          time_limit=max(1.0, min(time_limit, deadline - time.perf_counter())))
+                          seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
         except InfeasibleError:
             if steps is not None:
                 raise
