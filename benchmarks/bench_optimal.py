@@ -2,14 +2,16 @@
 
 Run with::
 
-    .venv/bin/python benchmarks/bench_optimal.py [--quick] [--only timing|quality]
+    .venv/bin/python benchmarks/bench_optimal.py [--quick] [--only timing|quality|timed|random]
 
 Prints two Markdown tables. Timing: each case in a fresh subprocess after the numba
 max-flow kernel is compiled (cached on disk), wall clock.
 
 Targets (issue 4, 2 cores): optimum + trees on a 3-D torus 8x8x8 < 5 s and 16x16x16
 < 120 s; a 4-box DGX-style cluster < 2 s. Quality: the `optimal` schedule costed by
-AlphaBeta within 1% of the exact bound at 1 GiB.
+AlphaBeta within 1% of the exact bound at 1 GiB. ``--only timed``: the step-indexed tree LP
+(``pipeline="timed"``) and the ``auto`` default per built-in topology, with synthesis time;
+``--only random``: the default over the 100 random heterogeneous graphs of the tests.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def run_quality(spec: str) -> dict:
     row = {"topology": spec, "ranks": t.num_ranks}
     for kind in ("allgather", "reduce_scatter", "allreduce"):
         syn = find_synthesizer("optimal", kind)
-        for label, kw in (("default", {}), ("long", {"budget": 400_000}),
+        for label, kw in (("default", {"pipeline": "batches"}),
+                          ("long", {"budget": 400_000, "pipeline": "batches"}),
                           ("weighted", {"budget": 400_000, "pipeline": "weighted"})):
             s = syn(t, **kw)
             row[f"{kind}_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
@@ -92,6 +95,64 @@ def run_quality(spec: str) -> dict:
     return row
 
 
+#: Built-in topologies of the timed table (QUALITY plus presets it lacked), <= 16 ranks.
+TIMED = QUALITY + ["dgx-h100:2", "mi250:2", "mesh:4x4", "uniring:8", "line:8",
+                   "circulant:12,jumps=1/5", "rrg:16,d=3,seed=2"]
+
+
+def run_timed(spec: str) -> dict:
+    from topocoll.collective import make_collective
+    from topocoll.cost import AlphaBeta
+    from topocoll.cost.bounds import cut_bound
+    from topocoll.synth import find_synthesizer
+
+    t = _topology(spec)
+    M = 2.0**30
+    group = tuple(range(t.num_ranks))
+    ex = {k: cut_bound(make_collective(k, group), t, M, method="exact").time
+          for k in ("allgather", "reduce_scatter")}
+    ex["allreduce"] = ex["allgather"] + ex["reduce_scatter"]
+    row = {"topology": spec, "ranks": t.num_ranks}
+    syn = find_synthesizer("optimal", "allgather")
+    find_synthesizer("optimal", "allgather")(__import__("topocoll.topology", fromlist=["ring"])
+                                             .ring(4), pipeline="timed", steps=2)   # compile
+    for label, kw in (("batches", {"pipeline": "batches"}), ("timed", {"pipeline": "timed"})):
+        t0 = time.perf_counter()
+        s = syn(t, **kw)
+        row[f"ag_{label}_s"] = time.perf_counter() - t0
+        row[f"ag_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex["allgather"]
+        if label == "timed":
+            row["timed_steps"] = s.meta.get("steps")
+            row["timed_gap"] = float(s.meta.get("timed_gap", "nan"))
+    for kind in ("allgather", "reduce_scatter", "allreduce"):
+        t0 = time.perf_counter()
+        s = find_synthesizer("optimal", kind)(t)
+        row[f"{kind}_s"] = time.perf_counter() - t0
+        row[kind] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
+        row[f"{kind}_choice"] = s.meta.get("pipeline", "batches")
+    return row
+
+
+def run_random(seed: str) -> dict:
+    from topocoll.collective import make_collective
+    from topocoll.cost import AlphaBeta
+    from topocoll.cost.bounds import cut_bound
+    from topocoll.synth import find_synthesizer
+
+    k = int(seed)
+    n, spread = 5 + k % 8, (1, 3, 10, 30, 100)[k % 5]
+    t = _topology(f"random:{n},spread={spread},density=0.6,seed={k}")
+    M = 2.0**30
+    ex = cut_bound(make_collective("allgather", tuple(range(n))), t, M, method="exact").time
+    t0 = time.perf_counter()
+    s = find_synthesizer("optimal", "allgather")(t)
+    el = time.perf_counter() - t0
+    b = find_synthesizer("optimal", "allgather")(t, pipeline="batches")
+    return {"seed": k, "ratio": AlphaBeta(bound=False).evaluate(s, t, M).time / ex,
+            "batches": AlphaBeta(bound=False).evaluate(b, t, M).time / ex,
+            "choice": s.meta.get("pipeline", "batches"), "seconds": el}
+
+
 def _sub(fn: str, spec: str) -> dict:
     out = subprocess.run([sys.executable, __file__, "--case", fn, spec], capture_output=True,
                          text=True, check=True)
@@ -102,19 +163,66 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--case", nargs=2)
-    ap.add_argument("--only", choices=["timing", "quality"])
+    ap.add_argument("--only", choices=["timing", "quality", "timed", "random"])
     a = ap.parse_args()
     if a.case:
         fn, spec = a.case
-        print(json.dumps((run_timing if fn == "timing" else run_quality)(spec)))
+        fns = {"timing": run_timing, "quality": run_quality, "timed": run_timed,
+               "random": run_random}
+        print(json.dumps(fns[fn](spec)))
         return
     timing = [s for s in TIMING if not (a.quick and "16x16x16" in s)]
     print(f"machine: {platform.processor() or platform.machine()}, python "
           f"{platform.python_version()}\n")
-    if a.only != "quality":
+    if a.only in (None, "timing"):
         _timing_table(timing)
-    if a.only != "timing":
+    if a.only in (None, "quality"):
         _quality_table(QUALITY[:6] if a.quick else QUALITY)
+    if a.only in (None, "timed"):
+        _timed_table(TIMED[:6] if a.quick else TIMED)
+    if a.only in (None, "random"):
+        _random_table(range(20) if a.quick else range(100))
+
+
+def _timed_table(specs: list[str]) -> None:
+    print("\nAlphaBeta time at 1 GiB over the exact bound: AG batches (3k budget), AG "
+          "timed (`pipeline=\"timed\"`), and the default (`auto`) per collective with its "
+          "choice; seconds = synthesis wall time (2 shared cores)\n")
+    print("| topology | ranks | AG batches | AG timed | timed steps | timed gap | AG timed s "
+          "| AG default | RS default | AR default | default choice AG/RS/AR | AG / RS / AR s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for spec in specs:
+        r = _sub("timed", spec)
+        ch = "/".join(r[f"{k}_choice"][0] for k in ("allgather", "reduce_scatter",
+                                                    "allreduce"))
+        secs = " / ".join(f"{r[k + '_s']:.1f}" for k in ("allgather", "reduce_scatter",
+                                                         "allreduce"))
+        print(f"| {r['topology']} | {r['ranks']} | {r['ag_batches']:.4f} | {r['ag_timed']:.4f} "
+              f"| {r['timed_steps']} | {r['timed_gap']:.4f} | {r['ag_timed_s']:.1f} "
+              f"| {r['allgather']:.4f} | {r['reduce_scatter']:.4f} | {r['allreduce']:.4f} "
+              f"| {ch} | {secs} |")
+
+
+def _random_table(seeds) -> None:
+    import numpy as np
+
+    rows = [_sub("random", str(k)) for k in seeds]
+    out = []
+    for key in ("batches", "ratio"):
+        x = np.array([r[key] for r in rows])
+        out.append((key, float(np.median(x)), float(np.quantile(x, 0.9)), float(x.max()),
+                    int((x <= 1.01).sum())))
+    sec = np.array([r["seconds"] for r in rows])
+    timed = sum(r["choice"] == "timed" for r in rows)
+    print(f"\n{len(rows)} random heterogeneous graphs (5-12 ranks, spread 1-100x), allgather "
+          "at 1 GiB over the exact bound\n")
+    print("| schedule | median | p90 | worst | within 1% |")
+    print("|---|---|---|---|---|")
+    for key, med, p90, worst, n in out:
+        label = "batches (3k budget)" if key == "batches" else "default (auto)"
+        print(f"| {label} | {med:.4f} | {p90:.4f} | {worst:.4f} | {n} of {len(rows)} |")
+    print(f"\ndefault picked timed on {timed} of {len(rows)}; default synthesis time median "
+          f"{np.median(sec):.2f} s, max {sec.max():.2f} s")
 
 
 def _timing_table(timing: list[str]) -> None:

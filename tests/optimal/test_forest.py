@@ -79,7 +79,7 @@ def test_random_heterogeneous_graphs(seed):
     worst = max(Fraction(load, caps[a]) for a, load in p.arc_loads().items())
     assert worst == p.scale          # tight: some arc carries exactly scale * c trees
     assert p.ratio * 1 == cut_bound(allgather(n), t, M, method="exact").exact * g.unit
-    s = optimal_allgather(t, budget=50_000)
+    s = optimal_allgather(t, budget=50_000, pipeline="batches")
     bound = _exact_time("allgather", t)
     assert _bandwidth_term(s, t) == pytest.approx(bound, rel=1e-9)
     assert AlphaBeta(bound=False).evaluate(s, t, M).time <= 1.10 * bound
@@ -94,7 +94,7 @@ def test_random_graphs_quality_with_longer_pipelines():
     ratios = []
     for seed in range(100):
         n, t = _random(seed)
-        s = optimal_allgather(t, budget=400_000)
+        s = optimal_allgather(t, budget=400_000, pipeline="batches")
         b = _exact_time("allgather", t)
         ratios.append(AlphaBeta(bound=False).evaluate(s, t, M).time / b)
     assert min(ratios) >= 1 - 1e-12
@@ -144,8 +144,8 @@ def test_subgroup_and_errors():
 
 def test_choose_batches_grows_with_size():
     t = parse_spec("dgx:2,gpus=4")
-    small = optimal_allgather(t, size=2.0**16)
-    big = optimal_allgather(t, size=2.0**30)
+    small = optimal_allgather(t, size=2.0**16, pipeline="batches")
+    big = optimal_allgather(t, size=2.0**30, pipeline="batches")
     assert int(small.meta["batches"]) < int(big.meta["batches"])
     assert choose_batches is not None
 

@@ -59,6 +59,7 @@ from .pipeline import (
     fluid_sends,
     pipeline_time,
 )
+from .timed import auto_pick, timed_schedule
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
@@ -66,8 +67,11 @@ __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
 
 #: How the trees are pipelined: equal batches, LP-sized batches (more chunks: ``16 P``
 #: per slot, too many for MSCCL export), or per-arc sends from a time-expanded LP
-#: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve).
-PIPELINES = ("batches", "weighted", "fluid")
+#: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve), the step-indexed
+#: tree LP (:mod:`~topocoll.synth.timed`), or "auto" (the default for allgather,
+#: reduce-scatter, allreduce): batches, or timed where it is faster (:func:`~topocoll.
+#: synth.timed.auto_pick`).
+PIPELINES = ("batches", "weighted", "fluid", "timed", "auto")
 #: Most tree arcs (classes x arcs) a ``pipeline="fluid"`` program is built for
 #: (dgx-a100:2 has 1,135 and takes minutes on 2 shared cores).
 FLUID_MAX_ARCS = 2_000
@@ -213,6 +217,13 @@ def _fluid_forward(topology, ranks, size, alpha, reverse_graph: bool, steps, Q=N
         K.shape[1] - 1
 
 
+def _timed(kind: str, topology, ranks, size, alpha, steps) -> Schedule:
+    group = resolve_group(topology, ranks)
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    return timed_schedule(kind, topology, group, size, alpha, steps)[0]
+
+
 def _check_pipeline(pipeline: str) -> None:
     require(pipeline in PIPELINES, f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
 
@@ -220,7 +231,7 @@ def _check_pipeline(pipeline: str) -> None:
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
+                      pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
     Parameters
@@ -237,7 +248,10 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         Message size and overhead the default ``P`` is chosen for.
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
-    pipeline : {'batches', 'weighted', 'fluid'}
+    pipeline : {'auto', 'batches', 'weighted', 'fluid', 'timed'}
+        'auto' (default): 'batches', or 'timed' where faster
+        (:func:`~topocoll.synth.timed.auto_pick`). 'timed': timed trees from the
+        step-indexed tree LP (:mod:`~topocoll.synth.timed`; seconds per schedule).
         'batches': ``P`` equal batches down the trees (:func:`choose_batches`).
         'weighted': then unequal batch sizes from
         :func:`~topocoll.synth.pipeline.batch_units` where they are faster (more chunks
@@ -246,7 +260,9 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         :func:`~topocoll.synth.pipeline.fluid_sends` says (closer to the bound on
         switched fabrics at 1 GiB, but seconds to a minute per schedule).
     steps : int, optional
-        Horizon of the fluid pipeline (default: the best of depth + 1, 3, 7).
+        Horizon of the fluid pipeline (default: the best of depth + 1, 3, 7) or of the
+        timed LP (default: chosen by the per-step model, see
+        :func:`~topocoll.synth.timed.timed_plan`).
 
     Examples
     --------
@@ -258,19 +274,25 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     4
     """
     _check_pipeline(pipeline)
+    if pipeline == "timed":
+        return _timed("allgather", topology, ranks, size, alpha, steps)
     if pipeline == "fluid":
         group, s, _, H = _fluid_forward(topology, ranks, size, alpha, False, steps)
         return s.replace(name="optimal", meta={"pipeline": "fluid", "steps": str(H)})
     group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, False, None,
                                      budget, weighted=pipeline == "weighted")
     s = _build(allgather(group, split=_split(rows, P, u)), rows, P, units=u)
-    return s.replace(name="optimal", meta=_meta(rows, P, u, "trees_per_root"))
+    s = s.replace(name="optimal", meta=_meta(rows, P, u, "trees_per_root"))
+    if pipeline == "auto" and batches is None:
+        return auto_pick("allgather", topology, group, s, [(rows, P, u, False)], size,
+                         alpha, steps)
+    return s
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
                            alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                           pipeline: str = "batches", steps: int | None = None) -> Schedule:
+                           pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
 
@@ -281,6 +303,8 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
     'REDUCE'
     """
     _check_pipeline(pipeline)
+    if pipeline == "timed":
+        return _timed("reduce_scatter", topology, ranks, size, alpha, steps)
     if pipeline == "fluid":
         group, fwd, split, H = _fluid_forward(topology, ranks, size, alpha, True, steps)
         return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
@@ -289,14 +313,18 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
                                      budget, weighted=pipeline == "weighted")
     split = _split(rows, P, u)
     fwd = _build(allgather(group, split=split), rows, P, units=u)
-    return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
-                   meta=_meta(rows, P, u, "trees_per_root"))
+    s = reverse(fwd, reduce_scatter(group, split=split), name="optimal",
+                meta=_meta(rows, P, u, "trees_per_root"))
+    if pipeline == "auto" and batches is None:
+        return auto_pick("reduce_scatter", topology, group, s, [(rows, P, u, True)], size,
+                         alpha, steps)
+    return s
 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
+                      pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
     Examples
@@ -309,9 +337,11 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    _check_pipeline(pipeline)
+    if pipeline == "timed":
+        return _timed("allreduce", topology, group, size, alpha, steps)
     Q = math.lcm(_quantum(optimal_packing(topology, group)),
                  _quantum(optimal_packing(topology, group, reverse=True)))
-    _check_pipeline(pipeline)
     if pipeline == "fluid":
         _, ag, split, H = _fluid_forward(topology, group, size, alpha, False, steps, Q)
         _, rs_fwd, _, H2 = _fluid_forward(topology, group, size, alpha, True, steps, Q)
@@ -326,8 +356,12 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     # the reduce-scatter runs its batches in reverse: its small last batches come first
     rs = reverse(_build(allgather(group, split=split), rs_rows, P, units=u),
                  reduce_scatter(group, split=split))
-    return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
-                  meta=_meta(ag_rows, P, u, "trees_per_root"))
+    s = concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
+               meta=_meta(ag_rows, P, u, "trees_per_root"))
+    if pipeline == "auto" and batches is None:
+        return auto_pick("allreduce", topology, group, s,
+                         [(rs_rows, P, u, True), (ag_rows, P, u, False)], size, alpha, steps)
+    return s
 
 
 def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):

@@ -1,0 +1,153 @@
+"""The step-indexed (timed) tree LP and its schedules (``optimal(pipeline="timed")``, the
+``auto`` default): LP vs the cut bound and closed forms, verification, AlphaBeta within 1%
+of the exact bound at 1 GiB, the rounding error bound, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topocoll.collective import make_collective
+from topocoll.cost import AlphaBeta
+from topocoll.cost.bounds import cut_bound
+from topocoll.errors import NotSupportedError
+from topocoll.synth import find_synthesizer
+from topocoll.synth.timed import rounding_slack, timed_plan
+from topocoll.topology import ring
+from topocoll.topology.packing import optimal_packing
+from topocoll.topology.spec import parse_spec
+from topocoll.topology.timedlp import timed_lp
+from topocoll.topology.timedprice import Net, packing_seeds
+from topocoll.verification import verify
+
+M = 2.0**30
+
+
+def _exact(kind: str, t) -> float:
+    g = tuple(range(t.num_ranks))
+    if kind == "allreduce":
+        return _exact("allgather", t) + _exact("reduce_scatter", t)
+    return cut_bound(make_collective(kind, g), t, M, method="exact").time
+
+
+def _ratio(s, t, kind: str) -> float:
+    return AlphaBeta(bound=False).evaluate(s, t, M).time / _exact(kind, t)
+
+
+@pytest.mark.parametrize("spec,H", [("hypercube:3", 2), ("mi250:1", 3), ("fattree:k=4", 2),
+                                    ("random:7,spread=30,density=0.5,seed=4", 3)])
+def test_lp_value_is_at_least_the_cut_bound(spec, H):
+    t = parse_spec(spec)
+    for rev in (False, True):
+        lp = timed_lp(t, steps=H, reverse=rev)
+        assert lp.value >= lp.bound * (1 - 1e-9)
+        assert lp.step_time.sum() == pytest.approx(lp.value)
+        for r in lp.members:                   # the shares of every root sum to 1
+            share = sum(x for tr, x in zip(lp.trees, lp.share, strict=True) if tr.root == r)
+            assert share == pytest.approx(1.0)
+
+
+def test_hypercube_reaches_the_bound_in_four_steps():
+    # closed form: the rotated dimension-ordered binomial trees, step d loads every link
+    # with 2^(d-1) quarter blocks, so 4 steps cost exactly the bound
+    t = parse_spec("hypercube:4")
+    lp = timed_lp(t, steps=4, seeds=packing_seeds(optimal_packing(t), 4, tuple))
+    assert lp.gap <= 1e-6 and lp.excess <= 1e-9 * lp.bound
+    assert lp.bound * 2**30 / 16 == pytest.approx(_exact("allgather", t))
+    assert timed_lp(t, steps=3).gap > 0.01      # 3 steps cannot: a block needs 4 hops
+
+
+@pytest.mark.parametrize("n", [5, 6, 8])
+def test_ring_reaches_the_bound(n):
+    # bidirectional ring, B per direction: T* = (N - 1) b / (2 B), reached in N - 1 steps
+    lp = timed_lp(ring(n, bandwidth=1.0), steps=n - 1)
+    assert lp.bound == pytest.approx((n - 1) / 2)
+    assert lp.value == pytest.approx(lp.bound, rel=1e-6)
+
+
+def test_bandwidth_term_within_the_rounding_slack():
+    t = parse_spec("mi250:1")
+    g = tuple(range(t.num_ranks))
+    plan = timed_plan(t, g, M, 0.0, reverse=False, steps=5, resolution=256)
+    net = Net(t, g, False)
+    s = find_synthesizer("optimal", "allgather")(t, pipeline="timed", steps=5)
+    assert verify(s, t).ok
+    block = M / len(g)
+    load = np.zeros(net.num_links)                 # bytes per link over the schedule
+    for items in plan.transfers:
+        for _, _, ids, path in items:
+            load[net.hops(path)] += len(ids) * block / plan.resolution
+    slack = rounding_slack(plan, net) * block
+    # the LP keeps every link's total at the bound; rounding adds < b/R per tree path
+    assert np.all(load / net.bw <= plan.lp.bound * block + slack / net.bw + 1e-15)
+    assert (load / net.bw).max() >= plan.lp.bound * block * (1 - 1e-9)
+
+
+FAST = ["hypercube:4", "mi250:1", "dgx:2,gpus=4", "leafspine:leaves=4,spines=2,hosts=4",
+        "twotier:racks=4,hosts=4,oversub=2"]
+
+
+@pytest.mark.parametrize("spec", FAST)
+def test_timed_allgather_within_one_percent(spec):
+    t = parse_spec(spec)
+    s = find_synthesizer("optimal", "allgather")(t, pipeline="timed")
+    assert verify(s, t).ok
+    assert s.meta["pipeline"] == "timed" and float(s.meta["timed_gap"]) >= -1e-9
+    assert 1 - 1e-9 <= _ratio(s, t, "allgather") <= 1.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["dgx-a100:2", "fattree:k=4"])
+def test_timed_allgather_within_one_percent_slow(spec):
+    test_timed_allgather_within_one_percent(spec)
+
+
+@pytest.mark.parametrize("spec,kind", [("hypercube:4", "reduce_scatter"),
+                                       ("hypercube:4", "allreduce"),
+                                       ("mi250:1", "reduce_scatter"),
+                                       ("twotier:racks=4,hosts=4,oversub=2", "allreduce")])
+def test_default_reduce_scatter_and_allreduce(spec, kind):
+    t = parse_spec(spec)
+    s = find_synthesizer("optimal", kind)(t)
+    assert s.meta["pipeline"] == "timed" and s.meta["auto"].startswith("timed")
+    rep = verify(s, t)
+    assert rep.ok, rep.violations[:3]
+    assert 1 - 1e-9 <= _ratio(s, t, kind) <= 1.01
+
+
+def test_auto_keeps_batches_when_they_are_at_the_bound():
+    t = parse_spec("torus:4x4")
+    s = find_synthesizer("optimal", "allgather")(t)
+    assert "batches" in s.meta and "auto" not in s.meta      # LP never built
+    assert "batches" in find_synthesizer("optimal", "allgather")(
+        parse_spec("mi250:1"), batches=4).meta               # explicit batches: no LP
+
+
+def test_bad_input_names_the_field():
+    t = parse_spec("hypercube:3")
+    with pytest.raises(NotSupportedError, match="steps"):
+        find_synthesizer("optimal", "allgather")(t, pipeline="timed", steps=0)
+    with pytest.raises(NotSupportedError, match="steps"):
+        timed_lp(t, steps=0)
+    with pytest.raises(NotSupportedError, match="pipeline"):
+        find_synthesizer("optimal", "allgather")(t, pipeline="timd")
+    with pytest.raises(NotSupportedError, match="resolution"):
+        timed_plan(t, tuple(range(8)), M, 0.0, reverse=False, steps=3, resolution=0)
+    with pytest.raises(NotSupportedError, match="at most 64 ranks"):
+        timed_lp(parse_spec("ring:65"), steps=3)
+
+
+def _random(seed: int):
+    n = 5 + seed % 8
+    spread = (1, 3, 10, 30, 100)[seed % 5]
+    return parse_spec(f"random:{n},spread={spread},density=0.6,seed={seed}")
+
+
+@pytest.mark.parametrize("seed", range(0, 100, 8))
+def test_random_graphs_default_within_one_percent(seed):
+    # 13 of the 100 graphs of the benchmark (benchmarks/bench_optimal.py --only random)
+    t = _random(seed)
+    s = find_synthesizer("optimal", "allgather")(t)
+    assert 1 - 1e-9 <= _ratio(s, t, "allgather") <= 1.01, s.meta
+    if seed % 24 == 0:
+        assert verify(s, t).ok
