@@ -64,12 +64,10 @@ def run_timing(spec: str) -> dict:
             "classes": trees}
 
 
-def run_quality(spec: str) -> dict:
+def _exact(spec: str):
+    """Topology, 1 GiB and the exact AG/RS/AR bounds at that size."""
     from topocoll.collective import make_collective
-    from topocoll.cost import AlphaBeta
     from topocoll.cost.bounds import cut_bound
-    from topocoll.errors import NotSupportedError
-    from topocoll.synth import find_synthesizer
 
     t = _topology(spec)
     M = 2.0**30
@@ -77,6 +75,15 @@ def run_quality(spec: str) -> dict:
     ex = {k: cut_bound(make_collective(k, group), t, M, method="exact").time
           for k in ("allgather", "reduce_scatter")}
     ex["allreduce"] = ex["allgather"] + ex["reduce_scatter"]
+    return t, M, ex
+
+
+def run_quality(spec: str) -> dict:
+    from topocoll.cost import AlphaBeta
+    from topocoll.errors import NotSupportedError
+    from topocoll.synth import find_synthesizer
+
+    t, M, ex = _exact(spec)
     row = {"topology": spec, "ranks": t.num_ranks}
     for kind in ("allgather", "reduce_scatter", "allreduce"):
         syn = find_synthesizer("optimal", kind)
@@ -101,17 +108,10 @@ TIMED = QUALITY + ["dgx-h100:2", "mi250:2", "mesh:4x4", "uniring:8", "line:8",
 
 
 def run_timed(spec: str) -> dict:
-    from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
-    from topocoll.cost.bounds import cut_bound
     from topocoll.synth import find_synthesizer
 
-    t = _topology(spec)
-    M = 2.0**30
-    group = tuple(range(t.num_ranks))
-    ex = {k: cut_bound(make_collective(k, group), t, M, method="exact").time
-          for k in ("allgather", "reduce_scatter")}
-    ex["allreduce"] = ex["allgather"] + ex["reduce_scatter"]
+    t, M, ex = _exact(spec)
     row = {"topology": spec, "ranks": t.num_ranks}
     syn = find_synthesizer("optimal", "allgather")
     find_synthesizer("optimal", "allgather")(__import__("topocoll.topology", fromlist=["ring"])
@@ -134,16 +134,13 @@ def run_timed(spec: str) -> dict:
 
 
 def run_random(seed: str) -> dict:
-    from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
-    from topocoll.cost.bounds import cut_bound
     from topocoll.synth import find_synthesizer
 
     k = int(seed)
     n, spread = 5 + k % 8, (1, 3, 10, 30, 100)[k % 5]
-    t = _topology(f"random:{n},spread={spread},density=0.6,seed={k}")
-    M = 2.0**30
-    ex = cut_bound(make_collective("allgather", tuple(range(n))), t, M, method="exact").time
+    t, M, bounds = _exact(f"random:{n},spread={spread},density=0.6,seed={k}")
+    ex = bounds["allgather"]
     t0 = time.perf_counter()
     s = find_synthesizer("optimal", "allgather")(t)
     el = time.perf_counter() - t0
