@@ -50,6 +50,7 @@ import numpy as np
 from ..errors import InfeasibleError, NotSupportedError, TopologyError
 from .maxflow import allgather_optimum
 from .timedprice import Net, TimedTree, price_root, seed_trees, suffix_min
+from .treelp import add_columns, solve_master
 
 if TYPE_CHECKING:
     from .core import Topology
@@ -120,7 +121,6 @@ class _Master:
     def __init__(self, N: int, H: int, L: int, total: float | None) -> None:
         import highspy
 
-        self.hs = highspy
         inf = highspy.kHighsInf
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
@@ -148,19 +148,10 @@ class _Master:
         self.h = h
 
     def add(self, cols: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        starts = np.cumsum([0] + [len(i) for i, _ in cols[:-1]]).astype(np.int32)
-        idx = np.concatenate([i for i, _ in cols]).astype(np.int32)
-        val = np.concatenate([v for _, v in cols])
-        k = len(cols)
-        self.h.addCols(k, np.zeros(k), np.zeros(k), np.full(k, self.hs.kHighsInf),
-                       len(idx), starts, idx, val)
+        add_columns(self.h, np.zeros(len(cols)), cols)
 
     def solve(self):
-        self.h.run()
-        status = self.h.getModelStatus()
-        if status != self.hs.HighsModelStatus.kOptimal:  # pragma: no cover
-            raise RuntimeError(f"timed master LP failed: {self.h.modelStatusToString(status)}")
-        sol = self.h.getSolution()
+        sol = solve_master(self.h, "timed master LP")
         col = np.array(sol.col_value)
         dual = np.array(sol.row_dual)
         N, H, L = self.N, self.H, self.L

@@ -48,7 +48,8 @@ from .maxflow import capacity_graph, separating_cut
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["TreeLP", "tree_allreduce_lp", "prim_tree", "MAX_ITERATIONS"]
+__all__ = ["TreeLP", "tree_allreduce_lp", "prim_tree", "add_columns", "solve_master",
+           "MAX_ITERATIONS"]
 
 #: Default cap on column-generation iterations (the certified gap is reported if hit).
 MAX_ITERATIONS = 5000
@@ -215,6 +216,31 @@ class _Pricer:
         return use
 
 
+def add_columns(h, cost: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Append columns ``x >= 0`` with objective ``cost`` to the HiGHS model ``h``; column
+    ``j`` has entries ``cols[j] = (row indices, values)`` (one ``addCols`` call)."""
+    import highspy
+
+    k = len(cols)
+    starts = np.cumsum([0] + [len(i) for i, _ in cols[:-1]]).astype(np.int32)
+    idx = np.concatenate([i for i, _ in cols]).astype(np.int32)
+    val = np.concatenate([v for _, v in cols]).astype(float)
+    h.addCols(k, np.asarray(cost, dtype=float), np.zeros(k), np.full(k, highspy.kHighsInf),
+              len(idx), starts, idx, val)
+
+
+def solve_master(h, what: str):
+    """Run the HiGHS model ``h`` (warm-started) and return its solution; RuntimeError
+    naming ``what`` unless it is optimal."""
+    import highspy
+
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:  # pragma: no cover
+        raise RuntimeError(f"{what} failed: {h.modelStatusToString(status)}")
+    return h.getSolution()
+
+
 class _Master:
     """The restricted master LP ``max Σ x_T, A x <= c, x >= 0`` in HiGHS, warm-started
     (columns are appended and the dual simplex restarts from the previous basis)."""
@@ -222,7 +248,6 @@ class _Master:
     def __init__(self, cap: np.ndarray) -> None:
         import highspy
 
-        self._hs = highspy
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         m = len(cap)
@@ -232,19 +257,12 @@ class _Master:
         self.h = h
 
     def add(self, cols: list[dict[int, int]]) -> None:
-        idx = np.array([e for c in cols for e in c], dtype=np.int32)
-        val = np.array([u for c in cols for u in c.values()], dtype=float)
-        starts = np.cumsum([0] + [len(c) for c in cols[:-1]]).astype(np.int32)
-        k = len(cols)
-        self.h.addCols(k, np.ones(k), np.zeros(k), np.full(k, self._hs.kHighsInf),
-                       len(idx), starts, idx, val)
+        add_columns(self.h, np.ones(len(cols)),
+                    [(np.fromiter(c, dtype=np.int32, count=len(c)),
+                      np.fromiter(c.values(), dtype=float, count=len(c))) for c in cols])
 
     def solve(self):
-        self.h.run()
-        status = self.h.getModelStatus()
-        if status != self._hs.HighsModelStatus.kOptimal:  # pragma: no cover
-            raise RuntimeError(f"master LP failed: {self.h.modelStatusToString(status)}")
-        sol = self.h.getSolution()
+        sol = solve_master(self.h, "master LP")
         return (np.array(sol.col_value), np.maximum(np.array(sol.row_dual), 0.0),
                 float(self.h.getInfo().objective_function_value))
 
