@@ -36,7 +36,8 @@ from ..errors import InfeasibleError
 from ..schedule import Schedule, ScheduleBuilder
 from ..topology import Topology
 from ..topology.packing import optimal_packing
-from ..topology.timedlp import MAX_RANKS, TimedLP, timed_lp
+from ..topology.symmetry import rank_symmetry
+from ..topology.timedlp import MAX_RANKS, MAX_STEPS, TimedLP, invariant_lp, timed_lp
 from ..topology.timedprice import Net, packing_seeds
 from ._common import require
 from .forest_rows import _loopless
@@ -49,7 +50,7 @@ __all__ = ["TimedPlan", "timed_plan", "build_timed", "rounding_slack", "TIMED_RE
 #: is kept, within :data:`CHUNK_ENTRY_BUDGET`.
 TIMED_RESOLUTIONS = (1024, 4096, 16384)
 #: Most chunk entries (``N (N - 1) R``) a default timed allgather may hold.
-CHUNK_ENTRY_BUDGET = 4_000_000
+CHUNK_ENTRY_BUDGET = 16_800_000
 _ROUNDING_TOL = 5e-4
 #: Wall-clock cap (s) of one LP solve; the best columns found so far are used after it.
 TIMED_TIME_LIMIT = 60.0
@@ -87,6 +88,29 @@ def _round(share: np.ndarray, R: int) -> np.ndarray:
     return c
 
 
+def _dither(share: np.ndarray, R: int, phase: float) -> np.ndarray:
+    """Systematic rounding of ``share`` (summing to 1) to integers summing to ``R``:
+    ``n_i = floor(R C_i + u) - floor(R C_(i-1) + u)`` with ``C`` the cumulative shares
+    and ``u = phase`` in ``[0, 1)``. Each count is within one chunk of ``R share_i``, and
+    over phases spread evenly in ``[0, 1)`` its mean is ``R share_i``: giving each root
+    its own phase keeps the rounding errors of the roots' images of one tree from
+    piling up on the same links.
+
+    >>> _dither(np.array([0.5, 0.25, 0.25]), 10, 0.0).tolist()
+    [5, 2, 3]
+    >>> _dither(np.array([0.5, 0.25, 0.25]), 10, 0.6).tolist()
+    [5, 3, 2]
+    """
+    c = np.cumsum(share / share.sum())
+    c[-1] = 1.0
+    f = np.floor(R * c + phase).astype(np.int64)
+    return np.diff(np.concatenate([[0], f]))
+
+
+#: Phase step of :func:`_dither` between consecutive roots (golden ratio: low discrepancy).
+_GOLDEN = 0.6180339887498949
+
+
 def _plan(lp: TimedLP, net: Net, R: int, block: float, alpha: float) -> TimedPlan:
     by_root: dict[int, list[int]] = defaultdict(list)
     for k, t in enumerate(lp.trees):
@@ -94,7 +118,7 @@ def _plan(lp: TimedLP, net: Net, R: int, block: float, alpha: float) -> TimedPla
     steps: list[dict] = [dict() for _ in range(lp.steps)]
     for i, r in enumerate(lp.members):
         ks = by_root[r]
-        counts = _round(lp.share[ks], R)
+        counts = _dither(lp.share[ks], R, (i * _GOLDEN) % 1.0)
         off = i * R
         for k, c in zip(ks, counts.tolist(), strict=True):
             if c == 0:
@@ -173,6 +197,12 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
 
 def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolution,
              time_limit, hops, deadline) -> TimedPlan:
+    sym = rank_symmetry(topology, group)
+    if steps is None and sym.generators and len(sym.reps) < len(group):
+        H, inv = _scan(topology, group, packing, net, block, alpha, reverse, hops, deadline)
+        lp = timed_lp(topology, group, steps=H, reverse=reverse, hops=hops, invariant=inv,
+                      seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+        return _resolve(lp, net, block, alpha, resolution)
     lo = max(1, math.ceil(math.log2(len(group))))
     horizons = [steps] if steps is not None else range(lo, 2 * lo + 5)
     best = None
@@ -199,6 +229,46 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
     require(best is not None, f"no timed tree fits in {max(horizons)} steps with paths of at "
                               f"most {hops} links on {topology.name}")
     return best
+
+
+def _scan(topology, group, packing, net, block, alpha, reverse, hops, deadline
+          ) -> tuple[int, TimedLP]:
+    """The horizon with the smallest estimated model time by the invariant LP
+    (:func:`~topocoll.topology.timedlp.invariant_lp`, one row per link orbit: cheap
+    enough to try every horizon from ``ceil(log2 N)`` on). Estimate: ``value b + sum_s
+    (alpha + the longest path latency of step s)`` over the LP's trees. Stops after
+    :data:`_SCAN_PATIENCE` horizons without improvement, when one more step cannot pay
+    for itself, within :data:`TIMED_GOOD` of the bound, at :data:`MAX_STEPS` or at the
+    deadline."""
+    best = None
+    worse = 0
+    ell = alpha + float(net.lat.min())
+    for H in range(max(1, math.ceil(math.log2(len(group)))), MAX_STEPS + 1):
+        try:
+            inv = invariant_lp(topology, group, steps=H, reverse=reverse, hops=hops,
+                               seeds=packing_seeds(packing, H, _loopless))
+        except InfeasibleError:
+            continue                           # no tree fits: try a longer horizon
+        lat = np.zeros(H)
+        for t in inv.trees:
+            for _, _, s, pcs in t.arcs:
+                lat[s - 1] = max(lat[s - 1], max(net.latency(p) for p, _ in pcs))
+        est = inv.value * block + float((alpha + lat[lat > 0]).sum())
+        if best is None or est < best[0]:
+            best, worse = (est, H, inv), 0
+        else:
+            worse += 1
+        if worse >= _SCAN_PATIENCE or (inv.value - inv.bound) * block <= ell or \
+                best[0] <= inv.bound * block * (1 + TIMED_GOOD) or \
+                time.perf_counter() > deadline:
+            break
+    require(best is not None, f"no timed tree fits in {MAX_STEPS} steps with paths of at "
+                              f"most {hops} links on {topology.name}")
+    return best[1], best[2]
+
+
+#: Horizons without improvement after which :func:`_scan` stops.
+_SCAN_PATIENCE = 3
 
 
 def build_timed(group: tuple[int, ...], plan: TimedPlan) -> Schedule:
@@ -236,8 +306,11 @@ def rounding_slack(plan: TimedPlan, net: Net) -> np.ndarray:
 
 # ------------------------------------------------------------------ optimal(pipeline=...)
 #: Largest group for which ``pipeline="auto"`` (the ``optimal`` default) also tries the
-#: timed LP (about 1-40 s per schedule at 8-16 ranks on 2 shared cores).
+#: timed LP on any fabric (about 0.1-20 s per schedule at 8-16 ranks on 2 cores).
 AUTO_MAX_RANKS = 16
+#: Largest group for which ``pipeline="auto"`` tries it on a fabric whose automorphisms
+#: leave fewer member orbits than members (the invariant LP keeps it to seconds).
+AUTO_MAX_SYMMETRIC = MAX_RANKS
 #: ``pipeline="auto"`` keeps the batches schedule when its model time is within this
 #: fraction of the exact bound.
 AUTO_SLACK = 0.005
@@ -301,13 +374,15 @@ def batches_time(topology: Topology, rows, P: int, units, per_root_bytes: float,
 def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
               parts: list, size: float, alpha: float, steps: int | None) -> Schedule:
     """``pipeline="auto"``: ``batched`` unless it is more than :data:`AUTO_SLACK` over
-    the exact bound, the group has at most :data:`AUTO_MAX_RANKS` ranks and the timed
-    schedule's model time is smaller. ``parts``: ``(rows, P, units, reversed)`` of each
+    the exact bound, the group has at most :data:`AUTO_MAX_RANKS` ranks (or at most
+    :data:`AUTO_MAX_SYMMETRIC` on a fabric with symmetry) and the timed schedule's
+    model time is smaller. ``parts``: ``(rows, P, units, reversed)`` of each
     allgather-shaped part of ``batched``."""
     from ..topology.maxflow import allgather_optimum
 
     N = len(group)
-    if N > AUTO_MAX_RANKS or N < 2 or size <= 0:
+    if N < 2 or size <= 0 or N > AUTO_MAX_SYMMETRIC or (
+            N > AUTO_MAX_RANKS and len(rank_symmetry(topology, group).reps) == N):
         return batched
     t_b = sum(batches_time(topology, rows, P, u, size / N, alpha, rev)
               for rows, P, u, rev in parts)

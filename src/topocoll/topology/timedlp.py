@@ -49,13 +49,14 @@ import numpy as np
 
 from ..errors import InfeasibleError, NotSupportedError, TopologyError
 from .maxflow import allgather_optimum
+from .symmetry import rank_symmetry
 from .timedprice import Net, TimedTree, price_root, seed_trees, suffix_min
 from .treelp import add_columns, solve_master
 
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["TimedLP", "TimedTree", "timed_lp", "MAX_RANKS", "MAX_STEPS"]
+__all__ = ["TimedLP", "TimedTree", "timed_lp", "invariant_lp", "MAX_RANKS", "MAX_STEPS"]
 
 #: Largest group the timed LP is built for (pricing is ``O(N^3 H)`` per round).
 MAX_RANKS = 64
@@ -161,11 +162,116 @@ class _Master:
         return col, mu, y, zl
 
 
+def _link_orbits(net: Net, sym) -> np.ndarray:
+    """Orbit index of every link bundle under the group's generators (union-find)."""
+    L = net.num_links
+    parent = np.arange(L)
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for g in sym.generators:
+        for l in range(L):
+            m = net.index[int(g[net.src[l]]), int(g[net.dst[l]])]
+            ra, rb = find(l), find(m)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    roots = np.array([find(l) for l in range(L)])
+    return np.unique(roots, return_inverse=True)[1].astype(np.int64)
+
+
+class _Orbits:
+    """One root per member orbit: column images and pulled-back dual lengths.
+
+    ``rows="links"``: a rep tree's column holds the loads of its images under the
+    transversal (one per member of the orbit) on every link. ``rows="orbits"``: the
+    loads of its average over the whole group, equal on every link of a link orbit, so
+    one row per link orbit (the exact optimum of the group-invariant LP, far smaller;
+    see :func:`timed_lp`). Either way link ``l`` of a rep tree contributes ``w[k][j, l]``
+    to row ``img[k][j, l]`` for ``j`` over the images."""
+
+    def __init__(self, net: Net, sym, rows: str = "links") -> None:
+        self.net, self.sym = net, sym
+        self.reps = sym.reps
+        self.row = {r: k for k, r in enumerate(sym.reps)}
+        self.orbits = [sym.orbit(r) for r in sym.reps]
+        # lperm[k][j, l]: the bundle that link l maps to under the j-th member's map
+        self.lperm = [np.array([[net.index[int(sym.maps[m][a]), int(sym.maps[m][b])]
+                                 for a, b in zip(net.src, net.dst, strict=True)]
+                                for m in orbit], np.int64) for orbit in self.orbits]
+        L = net.num_links
+        if rows == "orbits":
+            lo = _link_orbits(net, sym)
+            size = np.bincount(lo)
+            self.num_rows = int(lo.max()) + 1
+            self.img = [lo[None, :] for _ in self.orbits]
+            self.w = [(len(o) / size[lo])[None, :] for o in self.orbits]
+        else:
+            self.num_rows = L
+            self.img = self.lperm
+            self.w = [np.ones(p.shape) for p in self.lperm]
+
+    def pull(self, k: int, W: np.ndarray) -> np.ndarray:
+        """``W'[s, l] = sum_j w_j W[s, img_j(l)]``: a rep tree's cost under ``W'`` is the
+        cost of its column under the row duals ``W``."""
+        return (W[:, self.img[k]] * self.w[k][None]).sum(axis=1)
+
+    def column(self, tree: TimedTree, H: int, total: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Master column of ``tree`` and all its images: (row indices, coefficients)."""
+        net, k = self.net, self.row[tree.root]
+        K, L = len(self.reps), self.num_rows
+        lk, st, co = [], [], []
+        for _, _, s, pieces in tree.arcs:
+            for path, f in pieces:
+                h = net.hops(path)
+                lk += h
+                st += [s] * len(h)
+                co += [f] * len(h)
+        lk = np.array(lk, np.int64)
+        m = self.img[k].shape[0]
+        rl = self.img[k][:, lk].ravel()                              # every image
+        st = np.tile(np.array(st, np.int64), m)
+        co = (np.array(co) * net.inv_c[lk])[None, :] * self.w[k][:, lk]
+        co = co.ravel()
+        rows = [np.array([k]), K + (st - 1) * L + rl]
+        vals = [np.ones(1), co]
+        if total:
+            rows.append(K + H * L + rl)
+            vals.append(co)
+        r, inv = np.unique(np.concatenate(rows), return_inverse=True)
+        return r, np.bincount(inv, weights=np.concatenate(vals))
+
+    def cost(self, tree: TimedTree, W: np.ndarray) -> float:
+        """Cost of ``tree`` and its images under dual lengths ``W`` (H, L)."""
+        Wp = self.pull(self.row[tree.root], W) * self.net.inv_c[None, :]
+        return float(sum(f * Wp[s - 1, self.net.hops(p)].sum()
+                         for _, _, s, pcs in tree.arcs for p, f in pcs))
+
+    def expand(self, trees: list[TimedTree], share: np.ndarray
+               ) -> tuple[tuple[TimedTree, ...], np.ndarray]:
+        """Every rep tree's images on its orbit, each with the tree's share."""
+        out, sh = [], []
+        for t, x in zip(trees, share.tolist(), strict=True):
+            for m in self.orbits[self.row[t.root]]:
+                g = self.sym.maps[m]
+                out.append(TimedTree(m, tuple(
+                    (int(g[a]), int(g[b]), s, tuple((tuple(int(g[v]) for v in p), f)
+                                                    for p, f in pcs))
+                    for a, b, s, pcs in t.arcs)))
+                sh.append(x)
+        return tuple(out), np.array(sh)
+
+
 def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
              reverse: bool = False, seeds: Sequence[TimedTree] = (),
              cap_total: bool = True, max_iterations: int = 200, hops: int | None = None,
-             per_root: int = 2, stop: float = 1e-5, tail: float = 1e-4,
-             time_limit: float | None = None) -> TimedLP:
+             per_root: int | None = None, stop: float = 1e-5, tail: float = 1e-4,
+             time_limit: float | None = None, symmetry: bool = True,
+             stabilize: float = 0.5, rows: str = "auto",
+             invariant: TimedLP | None = None) -> TimedLP:
     """The timed-tree allgather LP with horizon ``steps`` (column generation).
 
     Parameters
@@ -189,13 +295,31 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
     hops : int, optional
         Longest path (links) an arc may take (default: the fewest that connect every
         member pair).
-    per_root : int
-        Most columns added per root and round.
+    per_root : int, optional
+        Most columns added per priced root and round (default ``2 N / K`` for ``K``
+        priced roots, between 2 and 16: fewer roots priced, more columns from each).
     stop, tail : float
         Stop when the value is within ``stop`` of the bound, or improved by at most
         ``tail`` (relative) over the last 25 rounds.
     time_limit : float, optional
         Wall-clock cap in seconds.
+    stabilize : float
+        Wentges smoothing weight in ``[0, 1)`` (0: price at the master's duals only).
+    symmetry : bool
+        Price one root per orbit of the fabric's automorphisms
+        (:func:`~topocoll.topology.symmetry.rank_symmetry`), each column standing for
+        its image under one automorphism per member of the orbit (same optimum, far
+        fewer columns and pricing calls on symmetric fabrics); ``False`` prices every
+        root.
+    rows : {'auto', 'links', 'orbits'}
+        ``'auto'``: on a symmetric fabric first solve the group-invariant LP
+        (:func:`invariant_lp`: one row per link orbit, the same optimum), then the
+        per-link LP from its trees mapped by automorphisms that fix their root, stopping
+        as soon as it matches; ``'links'``: the per-link LP only; ``'orbits'``: the
+        invariant LP only (its value; the trees are transversal images and do not
+        realize it).
+    invariant : TimedLP, optional
+        A precomputed :func:`invariant_lp` of the same arguments (``rows='auto'``).
 
     Returns
     -------
@@ -219,18 +343,102 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
     (1.5, 1.5)
     """
     t0 = time.perf_counter()
+    net, sym, H, hops, bound, seeds = _setup(topology, ranks, steps, reverse, hops, seeds,
+                                             symmetry)
+    N = len(net.members)
+    opts = dict(cap_total=cap_total, max_iterations=max_iterations, stop=stop, tail=tail,
+                per_root=per_root, stabilize=stabilize, t0=t0, time_limit=time_limit)
+    if rows not in ("auto", "links", "orbits"):
+        raise NotSupportedError(f"rows must be 'auto', 'links' or 'orbits', got {rows!r}")
+    links = _Orbits(net, sym, "orbits" if rows == "orbits" else "links")
+    its = ncols = 0
+    if rows == "auto" and sym.generators and len(sym.reps) < N:
+        # phase 1: the group-invariant LP (one row per link orbit) finds the optimum and
+        # its tree shapes in a few rounds; phase 2 restarts the per-link LP from those
+        # trees under many automorphisms fixing their root, whose mixture spreads the
+        # load over each link orbit as the invariant solution does
+        ph1 = invariant if invariant is not None else _generate(
+            net, _Orbits(net, sym, "orbits"), H, hops, bound, seeds, **opts)
+        its, ncols = ph1.iterations, ph1.columns
+        per = int(np.clip(_SEED_COLUMNS // max(1, len(ph1.trees)), 16, _STAB_IMAGES))
+        stab = {r: sym.stabilizer_elements(r, per) for r in sym.reps}
+        seeds = [_image(t, h) for t in ph1.trees for h in stab[t.root]] + seeds
+        opts["target"] = ph1.value              # the optimum: nothing left to find
+    res = _generate(net, links, H, hops, bound, seeds, **opts)
+    out, share = links.expand(list(res.trees), res.share)
+    return TimedLP(net.members, H, out, share, res.step_time, res.value, bound, res.excess,
+                   its + res.iterations, ncols + res.columns, time.perf_counter() - t0)
+
+
+def invariant_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
+                 reverse: bool = False, seeds: Sequence[TimedTree] = (),
+                 hops: int | None = None, max_iterations: int = 300,
+                 time_limit: float | None = None) -> TimedLP:
+    """The group-invariant timed LP alone (phase 1 of :func:`timed_lp`): one row per
+    link orbit and step, one root per member orbit. Its value is the optimum of
+    :func:`timed_lp` (up to the heuristic pricing) at a fraction of the cost, so
+    horizons are compared with it; ``trees`` holds one representative tree per column
+    (the solution is their average over the whole automorphism group, which no single
+    transversal image realizes: pass the result to :func:`timed_lp` as ``invariant``).
+
+    Examples
+    --------
+    >>> from topocoll.topology import hypercube
+    >>> lp = invariant_lp(hypercube(4, bandwidth=1.0), steps=4)
+    >>> round(lp.value / lp.bound, 9), {t.root for t in lp.trees}
+    (1.0, {0})
+    """
+    t0 = time.perf_counter()
+    net, sym, H, hops, bound, seeds = _setup(topology, ranks, steps, reverse, hops, seeds,
+                                             True)
+    return _generate(net, _Orbits(net, sym, "orbits"), H, hops, bound, seeds,
+                     cap_total=True, max_iterations=max_iterations, stop=1e-5, tail=1e-4,
+                     per_root=None, stabilize=0.5, t0=t0, time_limit=time_limit)
+
+
+def _setup(topology, ranks, steps, reverse, hops, seeds, symmetry):
     if not isinstance(steps, int | np.integer) or not 1 <= steps <= MAX_STEPS:
         raise NotSupportedError(f"steps must be an integer in 1..{MAX_STEPS}, got {steps!r}")
     net = Net(topology, ranks, reverse)
-    N, H, L = len(net.members), int(steps), net.num_links
+    N, H = len(net.members), int(steps)
     if N > MAX_RANKS:
         raise NotSupportedError(f"the timed tree LP is built for at most {MAX_RANKS} ranks, "
                                 f"got {N}")
     if N < 2:
         raise TopologyError("a timed tree LP needs at least two ranks", item="ranks")
     bound = float(allgather_optimum(topology, net.members, reverse=reverse).value)
+    sym = rank_symmetry(topology, net.members, enabled=symmetry)
+    hops = net.hop_limits()[-1] if hops is None else int(hops)
+    seeds = [t for t in seeds if t.root in sym.reps
+             and all(len(p) - 1 <= hops for *_, pcs in t.arcs for p, _ in pcs)]
+    seeds += seed_trees(net, H, hops, roots=sym.reps)
+    return net, sym, H, hops, bound, seeds
+
+
+#: Most phase-2 seed columns (phase-1 trees times their stabilizer images).
+_SEED_COLUMNS = 4096
+#: Automorphisms fixing the root under which phase 2 of :func:`timed_lp` restarts
+#: each phase-1 tree.
+_STAB_IMAGES = 512
+
+
+def _image(t: TimedTree, g: np.ndarray) -> TimedTree:
+    """The tree ``t`` mapped by the node permutation ``g``."""
+    return TimedTree(int(g[t.root]), tuple(
+        (int(g[a]), int(g[b]), s, tuple((tuple(int(g[v]) for v in p), f) for p, f in pcs))
+        for a, b, s, pcs in t.arcs))
+
+
+def _generate(net: Net, orb: _Orbits, H: int, hops: int, bound: float,
+              seeds: Sequence[TimedTree], *, cap_total: bool, max_iterations: int,
+              stop: float, tail: float, per_root: int | None, stabilize: float,
+              t0: float, time_limit: float | None, target: float = 0.0) -> TimedLP:
+    """Column generation over rep-root trees; the result holds the rep trees."""
+    N = len(net.members)
     scale = net.bw_max                     # LP time unit: 1 / bw_max seconds per byte
-    master = _Master(N, H, L, bound * scale * (1 + 1e-9) if cap_total else None)
+    K = len(orb.reps)
+    per_root = int(np.clip(2 * N // K, 2, 16)) if per_root is None else int(per_root)
+    master = _Master(K, H, orb.num_rows, bound * scale * (1 + 1e-9) if cap_total else None)
     trees: list[TimedTree] = []
     keys: set = set()
 
@@ -240,19 +448,33 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
             keys.add(t.key())
         trees.extend(new)
         if new:
-            master.add([net.column(t, H, cap_total) for t in new])
+            master.add([orb.column(t, H, cap_total) for t in new])
         return len(new)
 
-    hops = net.hop_limits()[-1] if hops is None else int(hops)
-    seeds = [t for t in seeds if all(len(p) - 1 <= hops for *_, pcs in t.arcs for p, _ in pcs)]
-    take(list(seeds) + seed_trees(net, H, hops))
-    missing = set(net.members) - {t.root for t in trees}
+    take(seeds)
+    missing = set(orb.reps) - {t.root for t in trees}
     if missing:
         r = min(missing)
         raise InfeasibleError(f"no timed tree of rank {r} reaches every member in {H} steps "
                               f"with paths of at most {hops} links")
+    total = bound * scale * (1 + 1e-9) if cap_total else 0.0
+
+    def price(W: np.ndarray, basic: dict) -> tuple[list, float]:
+        """Candidates ``(orbit, cost, tree)`` under lengths ``W`` and the (heuristic)
+        Lagrangian value ``sum_k min cost_k`` before the total rows' term."""
+        out, lb = [], 0.0
+        for k, rep in enumerate(orb.reps):
+            D, pred = net.distances(orb.pull(k, W), hops)
+            SM, AS = suffix_min(D)
+            cands = price_root(net, D, SM, AS, pred, net.members.index(rep),
+                               basic.get(rep, ()), keep=per_root)
+            lb += min((c for c, _ in cands), default=0.0)
+            out += [(k, c, t) for c, t in cands]
+        return out, lb
+
     it = 0
     history: list[float] = []
+    center, center_z, center_lb = None, 0.0, -np.inf
     while True:
         col, mu, y, zl = master.solve()
         it += 1
@@ -262,20 +484,32 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
             break
         if len(history) > _TAIL and history[-_TAIL - 1] - history[-1] <= tail * history[-1]:
             break                              # tailing off: too little progress lately
-        if col[:H].sum() <= bound * scale * (1 + stop):
-            break                              # at the cut bound: nothing can improve
-        D, pred = net.distances(y + zl[None, :], hops)
-        SM, AS = suffix_min(D)
+        if col[:H].sum() <= max(bound * (1 + stop), target * (1 + 1e-7)) * scale:
+            break                  # at the cut bound (or phase 1's optimum): nothing to gain
         x = col[master.fixed:]
         basic: dict[int, list[TimedTree]] = {}
         for k in np.flatnonzero(x > 1e-12):
             basic.setdefault(trees[k].root, []).append(trees[k])
-        found = []
-        for i in range(N):
-            cands = price_root(net, D, SM, AS, pred, i, basic.get(net.members[i], ()),
-                               keep=per_root)
-            found.extend(t for c, t in cands
-                         if c < mu[i] - _TOL * max(1.0, abs(mu[i])))
+        W = y + zl[None, :]
+        found: list[TimedTree] = []
+        if center is not None and stabilize > 0:
+            # Wentges smoothing: price between the best dual point so far and the
+            # master's (damps the oscillation of this very degenerate master); keep what
+            # improves at the master's duals, else price at those exactly
+            Ws = stabilize * center + (1 - stabilize) * W
+            cands, lb = price(Ws, basic)
+            lb -= total * float(stabilize * center_z + (1 - stabilize) * zl.sum())
+            if lb > center_lb:
+                center, center_z, center_lb = Ws, stabilize * center_z + (
+                    1 - stabilize) * float(zl.sum()), lb
+            found = [t for k, _, t in cands
+                     if orb.cost(t, W) < mu[k] - _TOL * max(1.0, abs(mu[k]))]
+        if not found:
+            cands, lb = price(W, basic)
+            lb -= total * float(zl.sum())
+            if lb > center_lb:
+                center, center_z, center_lb = W, float(zl.sum()), lb
+            found = [t for k, c, t in cands if c < mu[k] - _TOL * max(1.0, abs(mu[k]))]
         if not take(found):
             break
     x = col[master.fixed:]

@@ -289,6 +289,57 @@ def _improve(D, par, tm, root, passes):  # pragma: no cover - compiled
     return cost
 
 
+@njit(cache=True)
+def _label_cost(D, tm, root, par):  # pragma: no cover - compiled
+    """Cost of the time labels ``tm``: every member takes its cheapest parent among the
+    members labelled earlier (written to ``par``); inf if one has none."""
+    N = D.shape[1]
+    total = 0.0
+    for v in range(N):
+        if v == root:
+            continue
+        s = tm[v]
+        best, bu = np.inf, -1
+        for u in range(N):
+            if u != v and tm[u] < s and D[s - 1, u, v] < best:
+                best, bu = D[s - 1, u, v], u
+        if bu < 0:
+            return np.inf
+        par[v] = bu
+        total += best
+    return total
+
+
+@njit(cache=True)
+def _retime(D, tm, root, passes):  # pragma: no cover - compiled
+    """Local search over the time labels alone (parents follow: each member's cheapest
+    earlier-labelled member): move one member to another step while it lowers the cost.
+    Re-timing a member re-parents all its would-be children at once, a move that the
+    parent-based search cannot make. Returns the cost; ``tm`` and the parents (from
+    :func:`_label_cost`) describe the tree."""
+    H, N = D.shape[0], D.shape[1]
+    par = np.full(N, -1, np.int64)
+    cur = _label_cost(D, tm, root, par)
+    for _ in range(passes):
+        changed = False
+        for v in range(N):
+            if v == root:
+                continue
+            keep = tm[v]
+            for s in range(1, H + 1):
+                if s == keep:
+                    continue
+                tm[v] = s
+                c = _label_cost(D, tm, root, par)
+                if c < cur - 1e-12 * (1.0 + abs(cur)):
+                    cur, keep, changed = c, s, True
+            tm[v] = keep
+        if not changed:
+            break
+    _label_cost(D, tm, root, par)
+    return cur, par
+
+
 def _as_tree(net: Net, pred: np.ndarray, i: int, par: np.ndarray, tm: np.ndarray) -> TimedTree:
     order = np.argsort(tm, kind="stable")
     return TimedTree(net.members[i], tuple(
@@ -319,19 +370,25 @@ def price_root(net: Net, D: np.ndarray, SM: np.ndarray, AS: np.ndarray, pred: np
     for par, tm in cands:
         cost = _improve(D, par, tm, i, passes)
         if np.isfinite(cost):
-            scored.append((float(cost), par, tm))
+            scored.append((float(cost), par.copy(), tm.copy()))
+            tm = tm.copy()
+            cost, par = _retime(D, tm, i, passes)
+            cost = _improve(D, par, tm, i, passes)
+            if np.isfinite(cost):
+                scored.append((float(cost), par, tm))
     scored.sort(key=lambda c: c[0])
     return [(c, _as_tree(net, pred, i, par, tm)) for c, par, tm in scored[:keep]]
 
 
-def seed_trees(net: Net, H: int, hops: int) -> list[TimedTree]:
-    """Starting columns: per root a star at every step (shortest-hop paths) and the
-    pricer's tree under uniform lengths."""
+def seed_trees(net: Net, H: int, hops: int, roots: Sequence[int] | None = None
+               ) -> list[TimedTree]:
+    """Starting columns: per root (default every member) a star at every step
+    (shortest-hop paths) and the pricer's tree under uniform lengths."""
     N = len(net.members)
     D, pred = net.distances(np.ones((H, net.num_links)), hops)
     SM, AS = suffix_min(D)
     out = []
-    for i in range(N):
+    for i in (range(N) if roots is None else [net.members.index(r) for r in roots]):
         for s in range(1, H + 1) if np.isfinite(D[0, i]).all() else ():
             out.append(TimedTree(net.members[i], tuple(
                 (net.members[i], net.members[j], s, ((net.path(pred, s, i, j), 1.0),))
