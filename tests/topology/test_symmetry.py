@@ -3,12 +3,15 @@ LP: it must equal the LP over every root."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from topocoll.errors import NotSupportedError
 from topocoll.topology import Link, Topology, mesh, ring
 from topocoll.topology.spec import parse_spec
 from topocoll.topology.symmetry import rank_symmetry
-from topocoll.topology.timedlp import timed_lp
+from topocoll.topology.timedlp import _image, invariant_lp, timed_lp
+from topocoll.topology.timedprice import Net
 
 
 def _bundles(t: Topology) -> dict:
@@ -74,3 +77,70 @@ def test_orbit_lp_equals_the_full_lp(spec, H):
     for r in red.members:                      # the images give every root its trees
         share = sum(x for tr, x in zip(red.trees, red.share, strict=True) if tr.root == r)
         assert share == pytest.approx(1.0)
+
+
+def _group(sym, n: int) -> list:
+    """Every automorphism, by closure of the generators (small groups only)."""
+    seen = {tuple(range(n))}
+    frontier = [np.arange(n)]
+    while frontier:
+        nxt = []
+        for g in frontier:
+            for gen in sym.generators:
+                h = gen[g]
+                if tuple(h) not in seen:
+                    seen.add(tuple(h))
+                    nxt.append(h)
+        frontier = nxt
+    return [np.array(g) for g in seen]
+
+
+@pytest.mark.parametrize("spec,H", [("mi250:1", 3), ("hypercube:3", 2), ("ring:6", 2)])
+def test_group_average_realizes_the_invariant_value(spec, H):
+    # independent of the LP's row algebra: average the invariant LP's trees over the
+    # whole group, load every link per step, and compare the step maxima with its value
+    t = parse_spec(spec)
+    sym = rank_symmetry(t)
+    inv = invariant_lp(t, steps=H)
+    net = Net(t, None, False)
+    G = _group(sym, t.num_nodes)
+    load = np.zeros((H, net.num_links))
+    for tr, x in zip(inv.trees, inv.share, strict=True):
+        for g in G:
+            for _, _, s, pcs in _image(tr, g).arcs:
+                for p, f in pcs:
+                    h = net.hops(p)
+                    load[s - 1, h] += x * f * len(sym.orbit(tr.root)) / len(G) / net.bw[h]
+    assert load.max(axis=1).sum() == pytest.approx(inv.value, rel=1e-9)
+    assert inv.value >= inv.bound * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("spec,H", [("hypercube:4", 3), ("ring:8", 3), ("mi250:1", 3)])
+def test_two_phases_equal_the_lp_over_every_root(spec, H):
+    # cases strictly above the cut bound, where the three LPs could disagree
+    t = parse_spec(spec)
+    full = timed_lp(t, steps=H, symmetry=False, rows="links", max_iterations=400)
+    inv = invariant_lp(t, steps=H)
+    two = timed_lp(t, steps=H, invariant=inv)
+    assert full.value > full.bound * 1.01
+    assert inv.value == pytest.approx(full.value, rel=2e-3)
+    assert two.value == pytest.approx(inv.value, rel=1e-6)
+    for r in two.members:
+        share = sum(x for tr, x in zip(two.trees, two.share, strict=True) if tr.root == r)
+        assert share == pytest.approx(1.0)
+
+
+def test_stabilizer_elements_fix_the_root():
+    t = parse_spec("dgx-a100:2")
+    sym = rank_symmetry(t)
+    hs = sym.stabilizer_elements(5, 64)
+    assert len(hs) == 64 and len({h.tobytes() for h in hs}) == 64
+    edges = {(lk.src, lk.dst) for lk in t.links}
+    for h in hs:
+        assert int(h[5]) == 5
+        assert {(int(h[a]), int(h[b])) for a, b in edges} == edges
+
+
+def test_bad_rows_option_names_it():
+    with pytest.raises(NotSupportedError, match="rows"):
+        timed_lp(ring(4), steps=2, rows="link")

@@ -15,6 +15,7 @@ from ..cost import AlphaBeta, CostModel, lower_bound
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..synth import SYNTHESIZERS, Synthesizer
+from ..synth.timed import timed_in_reach
 from ..topology import Topology
 from ..verification import verify
 
@@ -48,13 +49,21 @@ class CompareRow:
         return asdict(self)
 
 
-def _candidates(syn: Synthesizer, topology: Topology, p: int) -> list[dict[str, Any]]:
+def _candidates(syn: Synthesizer, topology: Topology, group: tuple[int, ...],
+                sizes: Sequence[float]) -> list[dict[str, Any]]:
     if not syn.tunables:
         return [{}]
+    p = len(group)
     keys = sorted(syn.tunables)
     values = [[v for v in syn.tunables[k] if not (k == "pipeline" and v > max(1, 4 * p))]
               for k in keys]
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+    out = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+    if syn.name == "optimal" and syn.kind in ("allgather", "reduce_scatter", "allreduce") \
+            and timed_in_reach(topology, group):
+        # the timed trees (few steps, every link busy in each): shaped for the largest
+        # size, costed at every size like the batched pipelines
+        out.append({"pipeline": "timed", "size": int(max(sizes))})
+    return out
 
 
 #: Once a tuned schedule has more transfers than this, larger pipeline depths
@@ -168,7 +177,7 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
             progress(syn.name)
         best: dict[float, CompareRow] = {}
         cap_batches = math.inf
-        for opts in _candidates(syn, topology, len(group)):
+        for opts in _candidates(syn, topology, group, sizes):
             if opts.get("batches", 0) > cap_batches:
                 continue
             kwargs: dict[str, Any] = dict(opts)

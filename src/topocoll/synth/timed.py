@@ -43,7 +43,7 @@ from ._common import require
 from .forest_rows import _loopless
 
 __all__ = ["TimedPlan", "timed_plan", "build_timed", "rounding_slack", "TIMED_RESOLUTIONS",
-           "TIMED_TIME_LIMIT"]
+           "TIMED_TIME_LIMIT", "timed_in_reach"]
 
 #: Chunks per block of a timed schedule (the rounding step of the tree shares) tried by
 #: default; the smallest whose model time is within :data:`_ROUNDING_TOL` of the finest
@@ -318,6 +318,24 @@ AUTO_SLACK = 0.005
 AUTO_BUDGET = 10.0
 
 
+def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
+    """Whether ``pipeline="auto"`` (and ``topocoll compare``) try the timed LP on
+    ``group``: at most :data:`AUTO_MAX_RANKS` ranks, or at most
+    :data:`AUTO_MAX_SYMMETRIC` on a fabric whose automorphisms leave fewer member
+    orbits than members.
+
+    >>> from topocoll.topology import hypercube, random_regular
+    >>> timed_in_reach(hypercube(5), tuple(range(32)))
+    True
+    >>> timed_in_reach(random_regular(32, 3, seed=1), tuple(range(32)))
+    False
+    """
+    N = len(group)
+    if N < 2 or N > AUTO_MAX_SYMMETRIC:
+        return False
+    return N <= AUTO_MAX_RANKS or len(rank_symmetry(topology, group).reps) < N
+
+
 def _parts(kind: str) -> tuple[bool, ...]:
     """The allgather-shaped parts of ``kind``: reversed graph or not, in run order."""
     return {"allgather": (False,), "reduce_scatter": (True,),
@@ -381,8 +399,7 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
     from ..topology.maxflow import allgather_optimum
 
     N = len(group)
-    if N < 2 or size <= 0 or N > AUTO_MAX_SYMMETRIC or (
-            N > AUTO_MAX_RANKS and len(rank_symmetry(topology, group).reps) == N):
+    if size <= 0 or not timed_in_reach(topology, group):
         return batched
     t_b = sum(batches_time(topology, rows, P, u, size / N, alpha, rev)
               for rows, P, u, rev in parts)

@@ -77,10 +77,11 @@ class RankSymmetry:
         return tuple(r for r in self.members if self.rep_of[r] == rep)
 
     def stabilizer_elements(self, rep: int, count: int, seed: int = 0) -> list[np.ndarray]:
-        """Up to ``count`` distinct automorphisms fixing ``rep``, the identity first, the
-        rest close to uniformly random: group elements from the product replacement
-        algorithm [3]_ mapped back by the transversal (``h = g_r^-1 g`` with
-        ``r = g(rep)``, uniform on the stabilizer when ``g`` is uniform on the group).
+        """Up to ``count`` distinct automorphisms fixing member ``rep``, the identity
+        first, the rest close to uniformly random: group elements ``g`` from the product
+        replacement algorithm [3]_ mapped back by the transversal (``k = g_r^-1 g`` with
+        ``r = g(q)`` fixes ``rep``'s representative ``q``, uniformly when ``g`` is
+        uniform on the group; ``h = u k u^-1`` with ``u = maps[rep]`` fixes ``rep``).
 
         References
         ----------
@@ -99,6 +100,7 @@ class RankSymmetry:
         if not self.generators:
             return out
         rng = np.random.default_rng(seed)
+        q, u = self.rep_of[rep], self.maps[rep]   # u(q) = rep
         gens = list(self.generators)
         state = [gens[k % len(gens)] for k in range(max(10, len(gens)))]
         inverse = {}
@@ -123,7 +125,8 @@ class RankSymmetry:
             if len(out) >= count:
                 break
             g = step()
-            h = inv(self.maps[int(g[rep])])[g]   # back to rep: h(rep) = rep
+            k = inv(self.maps[int(g[q])])[g]     # back to q: k(q) = q
+            h = u[k[inv(u)]]                     # conjugated: h(rep) = rep
             if h.tobytes() not in seen:
                 seen.add(h.tobytes())
                 out.append(h)
