@@ -13,21 +13,31 @@ and ``tau_s`` the length of step ``s``, the LP is
 
 ``n_{T,l,s}`` the number of ``T``'s step-``s`` paths over link ``l`` (parallel links are
 one bundle of summed bandwidth ``c_l``, as in the cost model), ``T^*`` the exact cut
-bound and ``sigma >= 0`` an elastic slack with a large cost (the third family keeps each
-link's total load at the bound, so a rounded schedule's bandwidth term stays at the bound
-up to chunk rounding). Steps are barriers, exactly as in :class:`~topocoll.cost.AlphaBeta`,
-so ``sum_s tau_s`` is the schedule's bandwidth time (before per-step latency), and
-``T^* <= sum_s tau_s`` always (every step-load sum of a link is at least its total).
+bound and ``sigma >= 0`` an elastic slack with a large cost (the third family, optional
+and off by default, keeps each link's total load at the bound). Steps are barriers,
+exactly as in :class:`~topocoll.cost.AlphaBeta`, so ``sum_s tau_s`` is the schedule's
+bandwidth time (before per-step latency), and ``T^* <= sum_s tau_s`` always.
 
-Columns are generated: the master LP (HiGHS dual simplex, warm-started) gives duals
+**Symmetry.** The LP is invariant under the fabric's automorphisms
+(:mod:`~topocoll.topology.symmetry`), so it has an invariant optimum: one root per member
+orbit needs columns. :func:`invariant_lp` solves the invariant LP itself, one row per
+*link orbit* and step (tens of rows instead of thousands: seconds at 64 ranks);
+:func:`timed_lp` then solves the per-link LP over transversal images of trees, started
+from the invariant solution's trees under many automorphisms fixing their root, whose
+mixture spreads the load as the group average does (phase 2 stops once it matches).
+
+Columns are generated: the master LP (HiGHS primal simplex, warm-started) gives duals
 ``mu_r`` (root rows) and ``y_{l,s}, z_l >= 0``; a tree enters if
 ``sum_v d_{s(v)}(p(v), v) < mu_r`` with ``d_s`` shortest paths under link lengths
 ``(y_{l,s} + z_l) / c_l``. That pricing problem is a directed Steiner tree in the
 time-expanded graph (NP-hard), so it is solved by a **heuristic**: a Prim-like growth
 from ``(r, 0)`` that attaches the cheapest unreached member at its cheapest allowed step
-(holding data is free), then re-parent / re-time passes over single vertices. The LP
-objective is therefore an upper bound on the true timed-tree optimum, and ``T^*`` a
-lower bound; ``value / T^* - 1`` is reported as the *timed gap*.
+(holding data is free), then re-parent / re-time passes over single vertices, and a
+search over the time labels alone (every member takes its cheapest earlier-labelled
+parent). Pricing runs at Wentges-smoothed duals first. The LP objective is therefore an
+upper bound on the true timed-tree optimum, and ``T^*`` a lower bound; ``value / T^* -
+1`` is reported as the *timed gap*. :mod:`~topocoll.topology.timedbound` prices exactly
+(a MIP) to certify lower bounds.
 
 References
 ----------
@@ -127,7 +137,6 @@ class _Master:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")          # warm starts from the last basis
         h.setOptionValue("solver", "simplex")
-        h.setOptionValue("threads", 1)
         h.setOptionValue("simplex_strategy", 4)
         self.N, self.H, self.L = N, H, L
         rows_lo = np.concatenate([np.ones(N), np.full(H * L, -inf),
@@ -267,7 +276,7 @@ class _Orbits:
 
 def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
              reverse: bool = False, seeds: Sequence[TimedTree] = (),
-             cap_total: bool = True, max_iterations: int = 200, hops: int | None = None,
+             cap_total: bool = False, max_iterations: int = 200, hops: int | None = None,
              per_root: int | None = None, stop: float = 1e-5, tail: float = 1e-4,
              time_limit: float | None = None, symmetry: bool = True,
              stabilize: float = 0.5, rows: str = "auto",
@@ -289,7 +298,10 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
         trees deeper than ``steps`` are ignored. A direct star per root and the pricer's
         trees under uniform lengths are always added.
     cap_total : bool
-        Add the per-link total rows ``sum_s load_{l,s} <= c_l T^* + sigma``.
+        Add the per-link total rows ``sum_s load_{l,s} <= c_l T^* + sigma`` (off by
+        default: they cannot lower ``sum_s tau_s``, which is what the cost model charges,
+        and where the optimum is above the bound they raise it: mi250:2 at 8 steps,
+        1.104 of the bound with them, 1.053 without).
     max_iterations : int
         Cap on pricing rounds.
     hops : int, optional
@@ -373,7 +385,7 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
 def invariant_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
                  reverse: bool = False, seeds: Sequence[TimedTree] = (),
                  hops: int | None = None, max_iterations: int = 300,
-                 time_limit: float | None = None) -> TimedLP:
+                 time_limit: float | None = None, cap_total: bool = False) -> TimedLP:
     """The group-invariant timed LP alone (phase 1 of :func:`timed_lp`): one row per
     link orbit and step, one root per member orbit. Its value is the optimum of
     :func:`timed_lp` (up to the heuristic pricing) at a fraction of the cost, so
@@ -392,7 +404,7 @@ def invariant_lp(topology: Topology, ranks: Sequence[int] | None = None, *, step
     net, sym, H, hops, bound, seeds = _setup(topology, ranks, steps, reverse, hops, seeds,
                                              True)
     return _generate(net, _Orbits(net, sym, "orbits"), H, hops, bound, seeds,
-                     cap_total=True, max_iterations=max_iterations, stop=1e-5, tail=1e-4,
+                     cap_total=cap_total, max_iterations=max_iterations, stop=1e-5, tail=1e-4,
                      per_root=None, stabilize=0.5, t0=t0, time_limit=time_limit)
 
 
@@ -432,7 +444,8 @@ def _image(t: TimedTree, g: np.ndarray) -> TimedTree:
 def _generate(net: Net, orb: _Orbits, H: int, hops: int, bound: float,
               seeds: Sequence[TimedTree], *, cap_total: bool, max_iterations: int,
               stop: float, tail: float, per_root: int | None, stabilize: float,
-              t0: float, time_limit: float | None, target: float = 0.0) -> TimedLP:
+              t0: float, time_limit: float | None, target: float = 0.0,
+              duals: dict | None = None) -> TimedLP:
     """Column generation over rep-root trees; the result holds the rep trees."""
     N = len(net.members)
     scale = net.bw_max                     # LP time unit: 1 / bw_max seconds per byte
@@ -515,7 +528,10 @@ def _generate(net: Net, orb: _Orbits, H: int, hops: int, bound: float,
     x = col[master.fixed:]
     keep = np.flatnonzero(x > 1e-12)
     tau = col[:H] / scale
-    return TimedLP(net.members, H, tuple(trees[i] for i in keep), x[keep], tau,
-                   float(tau.sum()), bound,
-                   float(col[H] / scale) if cap_total else 0.0, it, len(trees),
-                   time.perf_counter() - t0)
+    res = TimedLP(net.members, H, tuple(trees[i] for i in keep), x[keep], tau,
+                  float(tau.sum()), bound,
+                  float(col[H] / scale) if cap_total else 0.0, it, len(trees),
+                  time.perf_counter() - t0)
+    if duals is not None:
+        duals.update(mu=mu, y=y, scale=scale)
+    return res

@@ -132,15 +132,17 @@ class Net:
                 return (k, full) if k < full else (full,)
         return (full,)  # pragma: no cover - the full limit always connects
 
-    def distances(self, W: np.ndarray, hops: int) -> tuple[np.ndarray, np.ndarray]:
+    def distances(self, W: np.ndarray, hops: int, tie_break: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray]:
         """Member-to-member shortest path lengths per step under link lengths
-        ``W[s] / c`` (plus :data:`HOP_EPS` per microsecond of latency) over paths of at
-        most ``hops`` links: ``D`` (H, N, N) and the per-layer predecessor arcs."""
+        ``W[s] / c`` (plus :data:`HOP_EPS` per microsecond of latency if ``tie_break``)
+        over paths of at most ``hops`` links: ``D`` (H, N, N) and the per-layer
+        predecessor arcs."""
         H = W.shape[0]
         N = len(self.members)
         D = np.empty((H, N, N))
         preds = []
-        eps = HOP_EPS * (1.0 + self.lat / 1e-6)
+        eps = HOP_EPS * (1.0 + self.lat / 1e-6) if tie_break else np.zeros(self.num_links)
         src = np.array(self.members, np.int64)
         for s in range(H):
             d, pe = _bellman(self.src, self.dst, W[s] * self.inv_c + eps, self.n, src, hops)
