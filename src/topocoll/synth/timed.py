@@ -124,9 +124,9 @@ def _plan(lp: TimedLP, net: Net, R: int, block: float, alpha: float) -> TimedPla
             if c == 0:
                 continue
             for x, y, s, pieces in lp.trees[k].arcs:
-                sub = _round(np.array([f for _, f in pieces]), c)
+                sub = [c] if len(pieces) == 1 else _round(np.array([f for _, f in pieces]), c)
                 o = off
-                for (path, _), n in zip(pieces, sub.tolist(), strict=True):
+                for (path, _), n in zip(pieces, list(sub), strict=True):
                     if n:
                         steps[s - 1].setdefault((x, y, path), []).append((o, n))
                     o += n

@@ -427,6 +427,8 @@ def _setup(topology, ranks, steps, reverse, hops, seeds, symmetry):
     return net, sym, H, hops, bound, seeds
 
 
+#: Phase 2 of :func:`timed_lp` stops within this fraction of the invariant optimum.
+_MATCH = 2e-4
 #: Most phase-2 seed columns (phase-1 trees times their stabilizer images).
 _SEED_COLUMNS = 4096
 #: Automorphisms fixing the root under which phase 2 of :func:`timed_lp` restarts
@@ -497,7 +499,7 @@ def _generate(net: Net, orb: _Orbits, H: int, hops: int, bound: float,
             break
         if len(history) > _TAIL and history[-_TAIL - 1] - history[-1] <= tail * history[-1]:
             break                              # tailing off: too little progress lately
-        if col[:H].sum() <= max(bound * (1 + stop), target * (1 + 1e-7)) * scale:
+        if col[:H].sum() <= max(bound * (1 + stop), target * (1 + _MATCH)) * scale:
             break                  # at the cut bound (or phase 1's optimum): nothing to gain
         x = col[master.fixed:]
         basic: dict[int, list[TimedTree]] = {}

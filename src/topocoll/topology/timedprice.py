@@ -350,34 +350,50 @@ def _as_tree(net: Net, pred: np.ndarray, i: int, par: np.ndarray, tm: np.ndarray
         for v in order if v != i))
 
 
+#: Most LP trees :func:`price_root` restarts the local search from (the cheapest under
+#: today's lengths), and how many of the results it also re-times.
+MAX_STARTS, MAX_RETIME = 12, 4
+
+
+def _tree_cost(D: np.ndarray, par: np.ndarray, tm: np.ndarray, root: int) -> float:
+    v = np.flatnonzero(np.arange(len(par)) != root)
+    return float(D[tm[v] - 1, par[v], v].sum())
+
+
 def price_root(net: Net, D: np.ndarray, SM: np.ndarray, AS: np.ndarray, pred: np.ndarray,
                i: int, starts: Sequence[TimedTree] = (), passes: int = 6, keep: int = 2
                ) -> list[tuple[float, TimedTree]]:
     """Heuristic cheap timed trees of member index ``i`` under ``D``: the growth tree and
-    each of ``starts`` (the root's trees in the current LP solution, re-routed along
-    today's shortest paths), all improved by local search; the ``keep`` cheapest as
-    ``(cost, tree)`` pairs."""
+    the :data:`MAX_STARTS` cheapest of ``starts`` (the root's trees in the current LP
+    solution, re-routed along today's shortest paths), improved by local search, the
+    :data:`MAX_RETIME` best also by re-timing (:func:`_retime`); the ``keep`` cheapest
+    as ``(cost, tree)`` pairs."""
     cands = []
     par, tm, ok = _grow(SM, AS, i)
     if ok:
         cands.append((par, tm))
     pos = {m: k for k, m in enumerate(net.members)}
+    restarts = []
     for t in starts:
         par = np.full(len(net.members), -1, np.int64)
         tm = np.zeros(len(net.members), np.int64)
         for x, y, st, _ in t.arcs:
             par[pos[y]], tm[pos[y]] = pos[x], st
-        cands.append((par, tm))
+        restarts.append((_tree_cost(D, par, tm, i), par, tm))
+    restarts.sort(key=lambda c: c[0])
+    cands += [(par, tm) for _, par, tm in restarts[:MAX_STARTS]]
     scored = []
     for par, tm in cands:
         cost = _improve(D, par, tm, i, passes)
         if np.isfinite(cost):
-            scored.append((float(cost), par.copy(), tm.copy()))
-            tm = tm.copy()
-            cost, par = _retime(D, tm, i, passes)
-            cost = _improve(D, par, tm, i, passes)
-            if np.isfinite(cost):
-                scored.append((float(cost), par, tm))
+            scored.append((float(cost), par, tm))
+    scored.sort(key=lambda c: c[0])
+    for _, par, tm in scored[:MAX_RETIME]:
+        tm = tm.copy()
+        cost, par = _retime(D, tm, i, passes)
+        cost = _improve(D, par, tm, i, passes)
+        if np.isfinite(cost):
+            scored.append((float(cost), par, tm))
     scored.sort(key=lambda c: c[0])
     return [(c, _as_tree(net, pred, i, par, tm)) for c, par, tm in scored[:keep]]
 
