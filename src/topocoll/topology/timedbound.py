@@ -45,7 +45,8 @@ from .timedlp import _generate, _Orbits, _setup
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["StepBound", "timed_lower_bound", "barrier_lower_bound", "cheapest_timed_tree"]
+__all__ = ["StepBound", "timed_lower_bound", "barrier_lower_bound", "cheapest_timed_tree",
+           "timed_tree_relaxation"]
 
 
 @dataclass(frozen=True)
@@ -122,11 +123,107 @@ def cheapest_timed_tree(D: np.ndarray, root: int, time_limit: float = 60.0
     return best, lower
 
 
+def timed_tree_relaxation(D: np.ndarray, root: int) -> float:
+    """A lower bound on :func:`cheapest_timed_tree`: the LP relaxation of its flow
+    formulation (arc choices ``x`` in ``[0, 1]``, each other member receiving once, and
+    for each member ``t`` a unit flow from ``(root, 0)`` to ``t`` through the
+    time-expanded graph, members holding data from step to step for free, over arcs
+    with ``f <= x``). Much tighter than the relaxation of the MIP's formulation (on
+    the duals of mi250:2 at 10 steps it equals the integer optimum) and solved in
+    seconds, so :func:`timed_lower_bound` uses it.
+
+    Examples
+    --------
+    >>> D = np.full((2, 3, 3), 5.0)
+    >>> D[0, 0, 1] = D[1, 1, 2] = 1.0
+    >>> round(timed_tree_relaxation(D, 0), 6)
+    2.0
+    """
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    H, N, _ = D.shape
+    s_, u_, v_ = np.meshgrid(np.arange(1, H + 1), np.arange(N), np.arange(N), indexing="ij")
+    ok = (u_ != v_) & (v_ != root) & ((s_ > 1) | (u_ == root)) & np.isfinite(D)
+    s_, u_, v_ = s_[ok], u_[ok], v_[ok]
+    A = len(s_)
+    cost = D[s_ - 1, u_, v_]
+    others = [t for t in range(N) if t != root]
+    # variables: x (A), then per commodity t: f (A, zero where u == t), g (N * H holding)
+    per = A + N * H
+    nvar = A + len(others) * per
+    eq_rows, eq_cols, eq_vals, eq_rhs = [], [], [], []
+    ub_rows, ub_cols, ub_vals = [], [], []
+    r = 0
+    for v in others:                                   # each member receives once
+        idx = np.flatnonzero(v_ == v)
+        eq_rows.append(np.full(len(idx), r))
+        eq_cols.append(idx)
+        eq_vals.append(np.ones(len(idx)))
+        eq_rhs.append(1.0)
+        r += 1
+    node = np.arange(N * (H + 1)).reshape(N, H + 1)     # (u, s): u holds after step s
+    cap_r = 0
+    for k, t in enumerate(others):
+        base = A + k * per
+        live = u_ != t                                 # t absorbs its own flow
+        fa = np.flatnonzero(live)
+        # conservation rows for every (u, s), u != t; inflow - outflow = -supply
+        rows0 = r
+        into_t = fa[v_[fa] == t]
+        mid = fa[v_[fa] != t]
+        eq_rows += [rows0 + node[v_[mid], s_[mid]], rows0 + node[u_[fa], s_[fa] - 1]]
+        eq_cols += [base + mid, base + fa]
+        eq_vals += [np.ones(len(mid)), -np.ones(len(fa))]
+        hu, hs = np.meshgrid(np.arange(N), np.arange(H), indexing="ij")
+        hu, hs = hu.ravel(), hs.ravel()
+        hold = hu != t
+        g = base + A + hu * H + hs
+        eq_rows += [rows0 + node[hu[hold], hs[hold] + 1], rows0 + node[hu[hold], hs[hold]]]
+        eq_cols += [g[hold], g[hold]]
+        eq_vals += [np.ones(int(hold.sum())), -np.ones(int(hold.sum()))]
+        rhs = np.zeros(N * (H + 1))
+        rhs[node[root, 0]] = -1.0
+        rhs[node[t]] = 0.0
+        eq_rhs += rhs.tolist()
+        r += N * (H + 1)
+        eq_rows.append(np.full(len(into_t), r))       # the unit reaches t
+        eq_cols.append(base + into_t)
+        eq_vals.append(np.ones(len(into_t)))
+        eq_rhs.append(1.0)
+        r += 1
+        ub_rows += [cap_r + np.arange(len(fa))] * 2    # f <= x
+        ub_cols += [base + fa, fa]
+        ub_vals += [np.ones(len(fa)), -np.ones(len(fa))]
+        cap_r += len(fa)
+    Aeq = coo_matrix((np.concatenate(eq_vals), (np.concatenate(eq_rows),
+                                                np.concatenate(eq_cols))), shape=(r, nvar))
+    Aub = coo_matrix((np.concatenate(ub_vals), (np.concatenate(ub_rows),
+                                                np.concatenate(ub_cols))), shape=(cap_r, nvar))
+    c = np.concatenate([cost, np.zeros(nvar - A)])
+    ub = np.full(nvar, np.inf)
+    ub[:A] = 1.0
+    for k, t in enumerate(others):                    # t's own arcs out carry no t-flow
+        base = A + k * per
+        ub[base + np.flatnonzero(u_ == t)] = 0.0
+        ub[base + A + t * H + np.arange(H)] = 0.0
+    res = linprog(c, A_ub=vstack([Aub]).tocsr(), b_ub=np.zeros(cap_r), A_eq=Aeq.tocsr(),
+                  b_eq=np.array(eq_rhs), bounds=np.column_stack([np.zeros(nvar), ub]),
+                  method="highs")
+    if res.status != 0:                                 # pragma: no cover
+        raise RuntimeError(f"timed-tree flow relaxation failed: {res.message}")
+    # the dual bound of HiGHS' optimum: use the objective, less its tolerance
+    return float(res.fun) - 1e-7 * max(1.0, abs(float(res.fun)))
+
+
 def timed_lower_bound(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
                       reverse: bool = False, time_limit: float = 600.0,
-                      mip_time_limit: float = 120.0) -> StepBound:
+                      mip_time_limit: float = 0.0) -> StepBound:
     """Certified lower bound on the bandwidth time (seconds per block byte) of any
-    allgather schedule with at most ``steps`` barrier steps (see the module).
+    allgather schedule with at most ``steps`` barrier steps (see the module). Pricing
+    is bounded by the flow relaxation (:func:`timed_tree_relaxation`) and, if
+    ``mip_time_limit > 0``, by the MIP's dual bound too (``exact`` then tells whether
+    every MIP closed, i.e. whether the bound is the Lagrangian value itself).
 
     Examples
     --------
@@ -135,8 +232,8 @@ def timed_lower_bound(topology: Topology, ranks: Sequence[int] | None = None, *,
 
     >>> from topocoll.topology import hypercube
     >>> b = timed_lower_bound(hypercube(4, bandwidth=1.0), steps=3)
-    >>> b.exact, round(b.lower / b.bound, 4), round(b.upper / b.bound, 4)
-    (True, 1.0667, 1.0667)
+    >>> round(b.lower / b.bound, 4), round(b.upper / b.bound, 4)
+    (1.0667, 1.0667)
     """
     t0 = time.perf_counter()
     full = topology.num_nodes - 1               # every simple route
@@ -151,8 +248,13 @@ def timed_lower_bound(topology: Topology, ranks: Sequence[int] | None = None, *,
     lower, exact = 0.0, True
     for k, rep in enumerate(orb.reps):
         D, _ = net.distances(orb.pull(k, y), hops, tie_break=False)
-        best, lo = cheapest_timed_tree(D, net.members.index(rep), mip_time_limit)
-        exact &= lo >= best - 1e-9 * max(1.0, abs(best))
+        lo = timed_tree_relaxation(D, net.members.index(rep))
+        if mip_time_limit > 0:                  # the MIP's dual bound may be higher
+            best, lo2 = cheapest_timed_tree(D, net.members.index(rep), mip_time_limit)
+            lo = max(lo, lo2)
+            exact &= lo >= best - 1e-6 * max(1.0, abs(best))
+        else:
+            exact = False
         lower += lo
     return StepBound(H, lower / duals["scale"], inv.value, bound, bool(exact),
                      time.perf_counter() - t0)
