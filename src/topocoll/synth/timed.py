@@ -3,15 +3,16 @@
 :func:`~topocoll.topology.timedlp.timed_lp` chooses, per root, timed spanning trees
 (every arc has a step and a fabric path) and each tree's share of the root's block; it
 minimizes the sum of the step lengths with steps as barriers. Here the shares are rounded
-to integer chunk counts out of ``R`` chunks per block (largest remainder per root), each
-tree's chunks sent along its arcs in their steps, and the horizon ``H`` is chosen by the
-per-step alpha-beta model of the result: step ``s`` costs ``alpha + max_t (latency_t +
+to integer chunk counts out of ``R`` chunks per block (systematic rounding with a phase
+per root, :func:`_dither`), each tree's chunks sent along its arcs in their steps, and the
+horizon ``H`` is chosen by the per-step alpha-beta model of the result (on symmetric
+fabrics estimated from the invariant LP first, :func:`_scan`): step ``s`` costs ``alpha + max_t (latency_t +
 max_{l in t} load_l / c_l)`` (the model of :class:`~topocoll.cost.AlphaBeta`; synth may
 not import cost, so it is evaluated here on the transfers we build).
 
 Rounding error: root ``r``'s counts differ from ``R x_T`` by less than one chunk per tree,
-so a link's load over the whole schedule exceeds the LP's (at most the bound ``T^*``) by
-less than ``b / R`` per tree-path crossing it (:func:`rounding_slack`).
+so a link's load over the whole schedule exceeds the LP's by less than ``b / R`` per
+tree-path crossing it (:func:`rounding_slack`).
 
 Reduce-scatter is the LP of the reversed graph run backwards with REDUCE, allreduce is
 reduce-scatter then allgather (as :mod:`~topocoll.synth.forest` does).
