@@ -7,8 +7,9 @@ to integer chunk counts out of ``R`` chunks per block (systematic rounding with 
 per root, :func:`_dither`), each tree's chunks sent along its arcs in their steps, and the
 horizon ``H`` is chosen by the per-step alpha-beta model of the result (on symmetric
 fabrics estimated from the invariant LP first, :func:`_scan`): step ``s`` costs
-``alpha + max_t (latency_t + max_{l in t} load_l / c_l)`` (the model of :class:`~topocoll.cost.AlphaBeta`; synth may
-not import cost, so it is evaluated here on the transfers we build).
+``alpha + max_t (latency_t + max_{l in t} load_l / c_l)`` (the model of
+:class:`~topocoll.cost.AlphaBeta`; synth may not import cost, so it is evaluated here on
+the transfers we build).
 
 Rounding error: root ``r``'s counts differ from ``R x_T`` by less than one chunk per tree,
 so a link's load over the whole schedule exceeds the LP's by less than ``b / R`` per
