@@ -32,7 +32,6 @@ References
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -281,4 +280,4 @@ def barrier_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
         cases.append(max(p.lower, p.bound) * block + (prev + 1) * ell)
         prev = p.steps
     cases.append(parts[-1].bound * block + (prev + 1) * ell)
-    return float(min(cases)) if not math.isnan(min(cases)) else 0.0, parts
+    return float(min(cases)), parts

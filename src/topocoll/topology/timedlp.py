@@ -207,11 +207,6 @@ class _Orbits:
         self.reps = sym.reps
         self.row = {r: k for k, r in enumerate(sym.reps)}
         self.orbits = [sym.orbit(r) for r in sym.reps]
-        # lperm[k][j, l]: the bundle that link l maps to under the j-th member's map
-        self.lperm = [np.array([[net.index[int(sym.maps[m][a]), int(sym.maps[m][b])]
-                                 for a, b in zip(net.src, net.dst, strict=True)]
-                                for m in orbit], np.int64) for orbit in self.orbits]
-        L = net.num_links
         if rows == "orbits":
             lo = _link_orbits(net, sym)
             size = np.bincount(lo)
@@ -219,9 +214,12 @@ class _Orbits:
             self.img = [lo[None, :] for _ in self.orbits]
             self.w = [(len(o) / size[lo])[None, :] for o in self.orbits]
         else:
-            self.num_rows = L
-            self.img = self.lperm
-            self.w = [np.ones(p.shape) for p in self.lperm]
+            # img[k][j, l]: the bundle that link l maps to under the j-th member's map
+            self.num_rows = net.num_links
+            self.img = [np.array([[net.index[int(sym.maps[m][a]), int(sym.maps[m][b])]
+                                   for a, b in zip(net.src, net.dst, strict=True)]
+                                  for m in orbit], np.int64) for orbit in self.orbits]
+            self.w = [np.ones(p.shape) for p in self.img]
 
     def pull(self, k: int, W: np.ndarray) -> np.ndarray:
         """``W'[s, l] = sum_j w_j W[s, img_j(l)]``: a rep tree's cost under ``W'`` is the
@@ -265,11 +263,7 @@ class _Orbits:
         out, sh = [], []
         for t, x in zip(trees, share.tolist(), strict=True):
             for m in self.orbits[self.row[t.root]]:
-                g = self.sym.maps[m]
-                out.append(TimedTree(m, tuple(
-                    (int(g[a]), int(g[b]), s, tuple((tuple(int(g[v]) for v in p), f)
-                                                    for p, f in pcs))
-                    for a, b, s, pcs in t.arcs)))
+                out.append(_image(t, self.sym.maps[m]))
                 sh.append(x)
         return tuple(out), np.array(sh)
 

@@ -96,21 +96,6 @@ class Net:
         """Route latency of a path (link latencies plus forwarding at relays)."""
         return float(sum(self.lat[self.hops(path)]) + sum(self.fwd[list(path[1:-1])]))
 
-    def column(self, tree: TimedTree, H: int, total: bool) -> tuple[np.ndarray, np.ndarray]:
-        """The master LP column of ``tree``: (row indices, coefficients)."""
-        N, L = len(self.members), self.num_links
-        rows, vals = [self.members.index(tree.root)], [1.0]
-        for _, _, s, pieces in tree.arcs:
-            for path, f in pieces:
-                for lk in self.hops(path):
-                    rows.append(N + (s - 1) * L + lk)
-                    vals.append(f * self.inv_c[lk])
-                    if total:
-                        rows.append(N + H * L + lk)
-                        vals.append(f * self.inv_c[lk])
-        r, inv = np.unique(np.array(rows, np.int64), return_inverse=True)
-        return r, np.bincount(inv, weights=np.array(vals))
-
     def hop_limits(self) -> tuple[int, ...]:
         """Path-length limits worth trying: the fewest hops that keep the members
         strongly connected (short paths: less latency per step) and the fewest that
