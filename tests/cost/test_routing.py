@@ -240,3 +240,58 @@ def test_small_blocks_give_the_same_routes(monkeypatch):
         r2 = routes(t2, pairs, p)
         assert np.array_equal(r.ptr, r2.ptr) and np.array_equal(r.link, r2.link)
         assert np.array_equal(r.frac, r2.frac) and np.array_equal(r.latency, r2.latency)
+
+
+# ----------------------------------------------------------------- spread_paths
+def _all_shortest(t, s, d):
+    g = nx.DiGraph()
+    g.add_edges_from(zip(t.link_src.tolist(), t.link_dst.tolist(), strict=True))
+    return {tuple(p) for p in nx.all_shortest_paths(g, s, d)}
+
+
+@pytest.mark.parametrize("spec,s,d", [("fattree:k=4", 0, 15), ("fattree:k=4", 0, 3),
+                                      ("leafspine:leaves=4,spines=3,hosts=2", 0, 7),
+                                      ("hypercube:3", 0, 7)])
+def test_spread_paths_cover_every_shortest_path_evenly(spec, s, d):
+    from topocoll.topology import parse_spec
+    from topocoll.topology.routing import spread_paths
+
+    t = parse_spec(spec)
+    want = _all_shortest(t, s, d)
+    n = len(want)
+    ptr, nodes, span = spread_paths(t, [[s, d]] * (2 * n), np.arange(2 * n), spans=True)
+    got = [tuple(nodes[ptr[k]:ptr[k + 1]].tolist()) for k in range(2 * n)]
+    assert set(got) == want                       # networkx's set of shortest paths
+    assert all(got.count(p) == 2 for p in want)   # each exactly twice in 2n choices
+    assert span.tolist() == [n] * (2 * n)
+
+
+def test_spread_paths_branch_per_hop_where_paths_differ():
+    """Uneven branching (s-a-x-t, s-a-y-t, s-b-y-t): like per-hop ECMP, not spraying."""
+    from topocoll.topology.routing import spread_paths
+
+    t = _dag_topology()
+    ptr, nodes, span = spread_paths(t, [[0, 1]] * 4, [0, 1, 2, 3], spans=True)
+    got = [nodes[ptr[k]:ptr[k + 1]].tolist() for k in range(4)]
+    assert got == [[0, 2, 4, 1], [0, 3, 5, 1], [0, 2, 5, 1], [0, 3, 5, 1]]
+    assert span.tolist() == [4, 2, 4, 2]
+    ptr, nodes = spread_paths(torus((4, 4)), [[0, 10]] * 30, np.arange(30))
+    paths = {tuple(nodes[ptr[k]:ptr[k + 1]].tolist()) for k in range(30)}
+    assert paths <= _all_shortest(torus((4, 4)), 0, 10) and len(paths) > 4
+    ptr, nodes = spread_paths(t, [[1, 1]], [5])
+    assert nodes[ptr[0]:ptr[1]].tolist() == [1]
+
+
+def test_spread_paths_bad_input_names_the_field():
+    from topocoll.topology import parse_spec
+    from topocoll.topology.routing import spread_paths
+
+    t = parse_spec("fattree:k=4")
+    with pytest.raises(TopologyError, match="choice") as e:
+        spread_paths(t, [[0, 1]], [-1])
+    assert e.value.item == "choice"
+    with pytest.raises(TopologyError, match="entries"):
+        spread_paths(t, [[0, 1], [1, 0]], [0])
+    with pytest.raises(TopologyError) as e:
+        spread_paths(t, [[0, 99]], [0])
+    assert e.value.item == "node 99"

@@ -19,7 +19,7 @@ from topocoll.synth import (
     pairwise_alltoall,
     parameter_server_allreduce,
 )
-from topocoll.topology import fully_connected, ring, star
+from topocoll.topology import fat_tree, fully_connected, leaf_spine, ring, star
 
 ALL = (direct_allgather, direct_reduce_scatter, direct_allreduce, direct_alltoall,
        pairwise_alltoall, parameter_server_allreduce)
@@ -113,3 +113,62 @@ def test_registry_entries():
         assert entry.func is func
         assert entry.applies(star(5), tuple(range(5))) is None
         assert_correct(entry(star(5)), star(5))
+
+
+# ------------------------------------------------------- paths="spread" (explicit ECMP)
+SPREAD = (direct_allgather, direct_reduce_scatter, direct_allreduce)
+
+
+@pytest.mark.parametrize("func", SPREAD, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("ranks", [None, (3, 0, 9, 14, 6)])
+def test_spread_is_correct_and_sends_the_same_bytes(func, ranks):
+    t = fat_tree(4)
+    s = func(t, ranks=ranks, paths="spread")
+    assert_correct(s, t)
+    p = 16 if ranks is None else len(ranks)
+    steps, frac = FORMULAS[func](p)
+    assert s.num_steps == steps and s.meta["paths"] == "spread"
+    members = list(range(16)) if ranks is None else list(ranks)
+    assert np.allclose(sent(s, t.num_nodes)[members], frac)
+    assert s.has_paths
+
+
+@pytest.mark.parametrize("make,args", [(fat_tree, (4,)), (leaf_spine, (4, 3, 3))])
+def test_spread_meets_the_cut_bound_exactly_on_full_bisection_fabrics(make, args):
+    """Without latency the one step costs exactly the exact bound: every host link
+    carries (p - 1) pieces' worth and no switch link more."""
+    from topocoll.collective import make_collective
+    from topocoll.cost import AlphaBeta
+    from topocoll.cost.bounds import cut_bound
+
+    t = make(*args, latency=0.0)
+    group = tuple(range(t.num_ranks))
+    M = 2.0**30
+    ag = cut_bound(make_collective("allgather", group), t, M, method="exact").time
+    want = {direct_allgather: ag, direct_reduce_scatter: ag, direct_allreduce: 2 * ag}
+    for func, bound in want.items():
+        spread = AlphaBeta(bound=False).evaluate(func(t, paths="spread"), t, M).time
+        assert spread == pytest.approx(bound, rel=1e-12)
+        routed = AlphaBeta(bound=False).evaluate(func(t), t, M).time
+        assert routed > 1.5 * bound          # one deterministic path: congested uplinks
+
+
+def test_spread_split_covers_the_paths():
+    from topocoll.synth.direct import spread_split
+
+    assert spread_split(fat_tree(4), range(16)) == 4
+    assert spread_split(fat_tree(6), range(54)) == 9           # 3 aggs x 3 cores
+    assert spread_split(leaf_spine(4, 3, 2), range(8)) == 3
+    assert spread_split(fat_tree(4), [5]) == 1
+    s = direct_allgather(fat_tree(4), paths="spread", split=2)
+    assert s.collective.split == 2 and s.meta["split"] == "2"
+
+
+def test_spread_bad_input_names_the_field():
+    t = star(4)
+    with pytest.raises(NotSupportedError, match="paths"):
+        direct_allgather(t, paths="ecmp")
+    with pytest.raises(NotSupportedError, match="split"):
+        direct_allgather(t, paths="spread", split=0)
+    with pytest.raises(NotSupportedError, match="split"):
+        direct_allreduce(t, split=4)

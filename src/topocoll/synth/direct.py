@@ -16,6 +16,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,16 +45,97 @@ def _one_shot(b: ScheduleBuilder, g: np.ndarray, reduce: bool) -> None:
         b.new_step().add_many(g[i], g[j], j if reduce else i, Op.REDUCE if reduce else Op.COPY)
 
 
-def _direct(topology, ranks, kind: str, phases: Sequence[bool], split_p: bool) -> Schedule:
+#: Paths of a direct schedule: the topology's routing, or every block cut into pieces
+#: sprayed over the equal-cost shortest paths (:func:`spread_split`).
+PATHS = ("route", "spread")
+#: Most (pair, piece) entries the default ``split`` of ``paths="spread"`` may produce.
+SPREAD_BUDGET = 1_000_000
+#: Largest default ``split`` of ``paths="spread"``.
+SPREAD_MAX_SPLIT = 64
+
+
+def spread_split(topology: Topology, group: Sequence[int]) -> int:
+    """Default pieces per block for ``paths="spread"``: the least common multiple of the
+    members' equal-cost path counts (:func:`~topocoll.topology.routing.spread_paths`), so
+    that every pair's pieces cover its paths evenly; capped at :data:`SPREAD_MAX_SPLIT`
+    (then the largest count, capped) and by :data:`SPREAD_BUDGET`.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fat_tree
+    >>> spread_split(fat_tree(4), range(16))     # 2 x 2 paths between pods
+    4
+    """
+    from ..topology.routing import spread_paths
+
+    g = np.asarray(tuple(group), dtype=np.int64)
+    p = len(g)
+    if p < 2:
+        return 1
+    i, j = _pairs(p)
+    _, _, span = spread_paths(topology, np.stack([g[i], g[j]], axis=1),
+                              np.zeros(len(i), dtype=np.int64), spans=True)
+    q = 1
+    for c in np.unique(span).tolist():
+        q = math.lcm(q, int(c))
+        if q > SPREAD_MAX_SPLIT:
+            q = min(int(span.max()), SPREAD_MAX_SPLIT)
+            break
+    return max(1, min(q, SPREAD_BUDGET // (p * (p - 1))))
+
+
+def _spread_shot(b: ScheduleBuilder, topology: Topology, g: np.ndarray, reduce: bool,
+                 q: int) -> None:
+    """One step like :func:`_one_shot` with every block cut into ``q`` pieces: piece
+    ``m`` of pair ``k`` takes :func:`~topocoll.topology.routing.spread_paths` choice
+    ``k q + m``; pieces of a pair that share a path travel as one transfer."""
+    from ..topology.routing import spread_paths
+
+    i, j = _pairs(len(g))
+    if not len(i):
+        return
+    k = np.repeat(np.arange(len(i), dtype=np.int64), q)
+    m = np.tile(np.arange(q, dtype=np.int64), len(i))
+    ptr, nodes = spread_paths(topology, np.stack([g[i[k]], g[j[k]]], axis=1), k * q + m)
+    lens = np.diff(ptr)
+    width = int(lens.max())
+    mat = np.full((len(k), width + 1), -1, dtype=np.int64)
+    mat[:, 0] = k
+    row = np.repeat(np.arange(len(k)), lens)
+    mat[row, 1 + np.arange(len(nodes)) - np.repeat(ptr[:-1], lens)] = nodes
+    uniq, first, inv = np.unique(mat, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    chunk_ptr = np.zeros(len(uniq) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(inv, minlength=len(uniq)), out=chunk_ptr[1:])
+    blocks = (j if reduce else i)[k] * q + m
+    paths = [nodes[ptr[w]:ptr[w + 1]] for w in first.tolist()]
+    pair = uniq[:, 0]
+    b.new_step().add_many(g[i[pair]], g[j[pair]], (chunk_ptr, blocks[order]),
+                          Op.REDUCE if reduce else Op.COPY, paths)
+
+
+def _direct(topology, ranks, kind: str, phases: Sequence[bool], split_p: bool,
+            paths: str = "route", split: int | None = None) -> Schedule:
     group = resolve_group(topology, ranks)
-    b = ScheduleBuilder(Collective(kind, group, len(group) if split_p else 1))
+    require(paths in PATHS, f"paths must be one of {PATHS}, got {paths!r}")
     g = np.asarray(group, dtype=np.int64)
+    if paths == "route":
+        require(split is None, "split applies to paths='spread' only")
+        b = ScheduleBuilder(Collective(kind, group, len(group) if split_p else 1))
+        for reduce in phases:
+            _one_shot(b, g, reduce)
+        return b.build(name="direct")
+    q = spread_split(topology, group) if split is None else split
+    require(isinstance(q, int) and q >= 1, f"split must be an integer >= 1, got {q!r}")
+    b = ScheduleBuilder(Collective(kind, group, len(group) * q if split_p else q))
     for reduce in phases:
-        _one_shot(b, g, reduce)
-    return b.build(name="direct")
+        _spread_shot(b, topology, g, reduce, q)
+    return b.build(name="direct", meta={"paths": "spread", "split": str(q)})
 
 
-def direct_allgather(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+def direct_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+                     paths: str = "route", split: int | None = None) -> Schedule:
     """Return the direct allgather: one step in which every rank sends its block to
     every other rank.
 
@@ -63,11 +145,22 @@ def direct_allgather(topology: Topology, *, ranks: Sequence[int] | None = None) 
         Any topology (fully connected or switched fabrics suit it best).
     ranks : sequence of int, optional
         The participating ranks; ``ranks[i]`` owns block ``i``. Default: all ranks.
+    paths : {'route', 'spread'}
+        'route' (default): one transfer per pair, routed by the topology's policy.
+        'spread': every block cut into ``split`` pieces, piece ``m`` of pair ``k``
+        sent along explicit shortest path number ``k split + m`` of
+        :func:`~topocoll.topology.routing.spread_paths` (per-packet ECMP made explicit).
+        On a full-bisection switched fabric (fat-tree, leaf-spine without
+        oversubscription) this puts an equal share on every up- and down-link, so the
+        one step moves data at the exact bandwidth optimum.
+    split : int, optional
+        Pieces per block for 'spread'; default :func:`spread_split`.
 
     Returns
     -------
     Schedule
-        One step (none if ``p = 1``) of ``p(p - 1)`` single-chunk copies.
+        One step (none if ``p = 1``) of ``p(p - 1)`` single-chunk copies ('route'), or
+        one transfer per pair and distinct path ('spread').
 
     Raises
     ------
@@ -85,12 +178,16 @@ def direct_allgather(topology: Topology, *, ranks: Sequence[int] | None = None) 
     >>> s = direct_allgather(fully_connected(4))
     >>> s.num_steps, s.num_transfers
     (1, 12)
+    >>> from topocoll.topology import fat_tree
+    >>> s = direct_allgather(fat_tree(4), paths="spread")
+    >>> s.collective.split, s.num_transfers    # 4 pieces; 2 or 4 paths between pods
+    (4, 848)
     """
-    return _direct(topology, ranks, "allgather", (False,), False)
+    return _direct(topology, ranks, "allgather", (False,), False, paths, split)
 
 
-def direct_reduce_scatter(topology: Topology, *,
-                          ranks: Sequence[int] | None = None) -> Schedule:
+def direct_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+                          paths: str = "route", split: int | None = None) -> Schedule:
     """Return the direct reduce-scatter: one step in which every rank reduces block ``j``
     into ``ranks[j]`` for every ``j`` but its own.
 
@@ -98,7 +195,8 @@ def direct_reduce_scatter(topology: Topology, *,
     -----
     One step of ``p(p - 1)`` reduces; ``ranks[j]`` combines ``p - 1`` incoming copies of
     block ``j`` with its own. Each rank sends ``(p - 1)/p * message_bytes``. Parameters as
-    :func:`direct_allgather`.
+    :func:`direct_allgather` (with ``paths="spread"`` every reduce of a pair is split over
+    its paths).
 
     Examples
     --------
@@ -106,10 +204,11 @@ def direct_reduce_scatter(topology: Topology, *,
     >>> direct_reduce_scatter(fully_connected(3)).step(0)[0]
     Transfer(src=0, dst=1, chunks=(1,), op=<Op.REDUCE: 1>, path=None)
     """
-    return _direct(topology, ranks, "reduce_scatter", (True,), False)
+    return _direct(topology, ranks, "reduce_scatter", (True,), False, paths, split)
 
 
-def direct_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:
+def direct_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                     paths: str = "route", split: int | None = None) -> Schedule:
     """Return the direct allreduce: direct reduce-scatter then direct allgather on ``p``
     shards (the "sharded parameter server").
 
@@ -117,7 +216,8 @@ def direct_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) 
     -----
     Two steps, ``p`` chunks; each rank sends ``2(p - 1)/p * message_bytes`` (the
     bandwidth optimum) over ``p - 1`` peers per step. Parameters as
-    :func:`direct_allgather`.
+    :func:`direct_allgather`; with ``paths="spread"`` shard ``j`` is chunks ``j split ..
+    (j + 1) split - 1``.
 
     Examples
     --------
@@ -126,7 +226,7 @@ def direct_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) 
     >>> s.num_steps, s.collective.num_chunks, float(s.bytes_sent(4.0)[0])
     (2, 4, 6.0)
     """
-    return _direct(topology, ranks, "allreduce", (True, False), True)
+    return _direct(topology, ranks, "allreduce", (True, False), True, paths, split)
 
 
 def direct_alltoall(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:

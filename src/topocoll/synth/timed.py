@@ -318,6 +318,8 @@ AUTO_MAX_SYMMETRIC = MAX_RANKS
 AUTO_SLACK = 0.005
 #: Horizon-search budget (s) per allgather-shaped part under ``pipeline="auto"``.
 AUTO_BUDGET = 10.0
+#: Largest group for which ``pipeline="auto"`` weighs the :func:`structured_candidates`.
+AUTO_MAX_PORTFOLIO = 1024
 
 
 def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
@@ -391,28 +393,73 @@ def batches_time(topology: Topology, rows, P: int, units, per_root_bytes: float,
     return pipeline_time(L, np.ones(P) if units is None else np.asarray(units), alpha + ell)
 
 
-def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
-              parts: list, size: float, alpha: float, steps: int | None) -> Schedule:
-    """``pipeline="auto"``: ``batched`` unless it is more than :data:`AUTO_SLACK` over
-    the exact bound, the group has at most :data:`AUTO_MAX_RANKS` ranks (or at most
-    :data:`AUTO_MAX_SYMMETRIC` on a fabric with symmetry) and the timed schedule's
-    model time is smaller. ``parts``: ``(rows, P, units, reversed)`` of each
-    allgather-shaped part of ``batched``."""
-    from ..topology.maxflow import allgather_optimum
+def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...]):
+    """``(label, schedule)`` of the one-pass constructions that ``pipeline="auto"`` also
+    weighs when the trees are not within :data:`AUTO_SLACK` of the bound: on fabrics with
+    switches, the direct schedule with pieces spread over equal-cost paths (``spread``:
+    the bound in one step per part on full-bisection switched fabrics) and the
+    multi-port butterflies (``swing``, ``mirrored_recursive_doubling``: the bound in
+    ``log2 p`` steps on tori and hypercubes). Groups of more than
+    :data:`AUTO_MAX_PORTFOLIO` ranks get none."""
+    from ..errors import NotSupportedError
+    from .direct import SPREAD_BUDGET, _direct
+    from .registry import find_synthesizer
 
     N = len(group)
-    if size <= 0 or not timed_in_reach(topology, group):
+    if N < 2 or N > AUTO_MAX_PORTFOLIO:
+        return
+    if topology.num_switches and N * (N - 1) <= SPREAD_BUDGET:
+        phases = {"allgather": (False,), "reduce_scatter": (True,),
+                  "allreduce": (True, False)}[kind]
+        yield "spread", _direct(topology, group, kind, phases, kind == "allreduce",
+                                paths="spread")
+    for name in ("swing", "mirrored_recursive_doubling"):
+        try:
+            yield name, find_synthesizer(name, kind)(topology, ranks=group)
+        except NotSupportedError:
+            continue
+
+
+def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
+              parts: list, size: float, alpha: float, steps: int | None) -> Schedule:
+    """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
+    bounds: :func:`batches_time`, :func:`~topocoll.synth._common.model_time`), of
+    ``batched``, the :func:`structured_candidates` and, where :func:`timed_in_reach`, the
+    timed schedule. Stops at the first that is within :data:`AUTO_SLACK` of the exact
+    bound, in that order (the timed LP costs seconds; the others milliseconds).
+    ``parts``: ``(rows, P, units, reversed)`` of each allgather-shaped part of
+    ``batched``. The choice and the times of the candidates weighed, as fractions of the
+    bound, go to ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
+    from ..topology.maxflow import allgather_optimum
+    from ._common import model_time
+
+    if size <= 0:
         return batched
-    t_b = sum(batches_time(topology, rows, P, u, size / N, alpha, rev)
+    t_b = sum(batches_time(topology, rows, P, u, size / len(group), alpha, rev)
               for rows, P, u, rev in parts)
-    bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size / N
-                for rev in _parts(kind))
+    bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
+                / len(group) for rev in _parts(kind))
     if t_b <= bound * (1 + AUTO_SLACK):
         return batched
-    s, t_t = timed_schedule(kind, topology, group, size, alpha, steps, budget=AUTO_BUDGET)
-    gap = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
-    if t_t < t_b:
-        return s.replace(meta={**s.meta, "auto": f"timed ({t_t / bound:.4f} vs batches "
-                                                  f"{t_b / bound:.4f} of the bound)"})
-    return batched.replace(meta={**batched.meta, **gap, "auto": f"batches ({t_b / bound:.4f}"
-                                 f" vs timed {t_t / bound:.4f} of the bound)"})
+    best, t_best, label, extra = batched, t_b, "batches", {}
+    weighed = {"batches": t_b}
+    for name, s in structured_candidates(kind, topology, group):
+        weighed[name] = model_time(s, topology, size, alpha)
+        if weighed[name] < t_best:
+            best, t_best, label = s, weighed[name], name
+        if t_best <= bound * (1 + AUTO_SLACK):
+            break
+    if t_best > bound * (1 + AUTO_SLACK) and timed_in_reach(topology, group):
+        s, t_t = timed_schedule(kind, topology, group, size, alpha, steps,
+                                budget=AUTO_BUDGET)
+        weighed["timed"] = t_t
+        if t_t < t_best:
+            best, t_best, label = s, t_t, "timed"
+        else:
+            extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
+    others = ", ".join(f"{k} {v / bound:.4f}" for k, v in weighed.items() if k != label)
+    note = f"{label} ({t_best / bound:.4f} of the bound" + (f"; {others})" if others else ")")
+    meta = {**best.meta, **extra, "auto": note}
+    if label not in ("batches", "timed"):
+        meta["pipeline"] = label
+    return best.replace(name="optimal", meta=meta)

@@ -60,7 +60,7 @@ from .core import ROUTINGS
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["Routes", "routes", "path_routes", "shortest_path_nodes"]
+__all__ = ["Routes", "routes", "path_routes", "shortest_path_nodes", "spread_paths"]
 
 #: Elements (destinations x max(nodes, links)) in one block of the distance computation.
 BLOCK_ELEMENTS = 1 << 22
@@ -580,3 +580,91 @@ def shortest_path_nodes(topology: Topology, src: int, dst: int) -> tuple[int, ..
     _check_nodes(g, pairs.reshape(-1))
     _, _, rep, _ = _shortest_links(g, pairs)
     return (int(src), *(int(x) for x in g.dst[rep]))
+
+
+def spread_paths(topology: Topology, pairs, choice, *, spans: bool = False):
+    """Explicit minimum-hop node paths, one per ``(pair, choice)``, spread over the
+    equal-cost next hops like per-packet ECMP.
+
+    Walker ``k`` starts at ``pairs[k, 0]``; at each hop it reads the next digit of
+    ``choice[k]`` in the mixed radix of the equal-cost next hops it meets (``i =
+    choice mod n``, ``choice //= n``) and takes the ``i``-th shortest-path link out of
+    its node (in link-id order). Consecutive choices therefore differ in their first
+    hop, and ``n_1 n_2 ...`` consecutive choices visit every shortest path once where
+    the branching is the same on every path (fat-trees, leaf-spine, tori).
+
+    Parameters
+    ----------
+    topology : Topology
+        The network.
+    pairs : array_like of int, shape (m, 2)
+        Source and destination node of each walker (``(s, s)`` gives the path ``(s,)``).
+    choice : array_like of int, shape (m,)
+        Non-negative path selector of each walker.
+
+    Returns
+    -------
+    ptr, nodes : ndarray
+        CSR node paths: walker ``k`` takes ``nodes[ptr[k]:ptr[k+1]]`` (``src, ..., dst``),
+        the layout of :class:`~topocoll.schedule.ir.Schedule` paths.
+    span : ndarray
+        Only with ``spans=True``: per walker, the product of the equal-cost next-hop
+        counts met on its path (the number of paths its pair has where the branching is
+        uniform).
+
+    Raises
+    ------
+    TopologyError
+        On a node that does not exist, a negative choice or a pair with no path.
+
+    Examples
+    --------
+    Two equal paths ``0 -> 2 -> 1`` and ``0 -> 3 -> 1`` through switches 2 and 3:
+
+    >>> from topocoll.topology import Link, Topology
+    >>> cables = [(0, 2), (2, 1), (0, 3), (3, 1)]
+    >>> links = [Link(a, b, 1e9) for a, b in cables] + [Link(b, a, 1e9) for a, b in cables]
+    >>> t = Topology("two-paths", 2, 2, tuple(links))
+    >>> ptr, nodes = spread_paths(t, [[0, 1], [0, 1], [1, 1]], [0, 1, 0])
+    >>> [nodes[ptr[k]:ptr[k + 1]].tolist() for k in range(3)]
+    [[0, 2, 1], [0, 3, 1], [1]]
+    """
+    g = _graph(topology)
+    p = _as_pairs(pairs)
+    choice = np.asarray(choice, dtype=np.int64).reshape(-1)
+    if len(choice) != len(p):
+        raise TopologyError(f"choice has {len(choice)} entries for {len(p)} pairs",
+                            item="choice")
+    if len(choice) and choice.min() < 0:
+        raise TopologyError(f"choice must be >= 0, got {int(choice.min())}", item="choice")
+    _check_nodes(g, p.reshape(-1))
+    hops = np.zeros(len(p), dtype=np.int64)
+    span = np.ones(len(p), dtype=np.int64)
+    rows: list[tuple[np.ndarray, np.ndarray]] = []       # (walker ids, padded node matrix)
+    rest = np.flatnonzero(p[:, 0] != p[:, 1])
+    for dag, idx, node in _blocks(g, p, rest, csr=True):
+        h = dag.dist[node].astype(np.int64)
+        hops[idx] = h
+        mat = np.full((len(idx), int(h.max()) + 1), -1, dtype=np.int64)
+        mat[:, 0] = p[idx, 0]
+        cur, rem = node.copy(), choice[idx].copy()
+        for step in range(int(h.max())):
+            a = np.flatnonzero(h > step)
+            lo = dag.ptr[cur[a]]
+            cnt = dag.ptr[cur[a] + 1] - lo
+            lk = dag.link[lo + rem[a] % cnt]
+            rem[a] //= cnt
+            span[idx[a]] = np.minimum(span[idx[a]] * cnt, 1 << 40)
+            cur[a] += g.dst[lk] - g.src[lk]
+            mat[a, step + 1] = g.dst[lk]
+        rows.append((idx, mat))
+    ptr = np.zeros(len(p) + 1, dtype=np.int64)
+    np.cumsum(hops + 1, out=ptr[1:])
+    nodes = np.empty(int(ptr[-1]), dtype=np.int64)
+    same = np.flatnonzero(p[:, 0] == p[:, 1])
+    nodes[ptr[same]] = p[same, 0]
+    for idx, mat in rows:
+        keep = mat >= 0
+        walker = np.repeat(idx, keep.sum(axis=1))
+        nodes[ptr[walker] + np.nonzero(keep)[1]] = mat[keep]
+    return (ptr, nodes, span) if spans else (ptr, nodes)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._highs import quiet_highs
 from .timedlp import _generate, _Orbits, _setup
 
 if TYPE_CHECKING:
@@ -93,8 +94,7 @@ def cheapest_timed_tree(D: np.ndarray, root: int, time_limit: float = 60.0
                 if v != u and v != root and np.isfinite(D[s - 1, u, v]):
                     idx[u, v, s] = len(cost)
                     cost.append(float(D[s - 1, u, v]))
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     h.setOptionValue("time_limit", float(time_limit))
     n = len(cost)
     h.addVars(n, np.zeros(n), np.ones(n))

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InfeasibleError, NotSupportedError, TopologyError
+from ._highs import quiet_highs
 from .maxflow import allgather_optimum
 from .symmetry import rank_symmetry
 from .timedprice import Net, TimedTree, price_root, seed_trees, suffix_min
@@ -133,8 +134,7 @@ class _Master:
         import highspy
 
         inf = highspy.kHighsInf
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = quiet_highs()
         h.setOptionValue("presolve", "off")          # warm starts from the last basis
         h.setOptionValue("solver", "simplex")
         h.setOptionValue("simplex_strategy", 4)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TopologyError
+from ._highs import quiet_highs
 from .maxflow import capacity_graph, separating_cut
 
 if TYPE_CHECKING:
@@ -248,8 +249,7 @@ class _Master:
     def __init__(self, cap: np.ndarray) -> None:
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = quiet_highs()
         m = len(cap)
         h.addRows(m, np.full(m, -highspy.kHighsInf), cap, 0, np.zeros(m, np.int32),
                   np.zeros(0, np.int32), np.zeros(0))

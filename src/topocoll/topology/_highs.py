@@ -1,0 +1,52 @@
+"""A HiGHS instance that prints nothing.
+
+highspy's first ``Highs()`` of a process prints a licence banner on the C-level standard
+output, before any option can be set; that corrupts ``--json`` output of the CLI. The
+first construction therefore runs with file descriptor 1 pointed at ``/dev/null``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+_LOCK = threading.Lock()
+_quiet = False
+
+
+def quiet_highs():
+    """A new ``highspy.Highs`` with ``output_flag`` off and no banner on stdout.
+
+    >>> h = quiet_highs()
+    >>> h.getOptionValue("output_flag")[1]
+    False
+    """
+    import highspy
+
+    global _quiet
+    with _LOCK:
+        if _quiet:
+            h = highspy.Highs()
+        else:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                with open(os.devnull, "w") as null:
+                    os.dup2(null.fileno(), 1)
+                    h = highspy.Highs()
+                    _flush_c_stdout()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            _quiet = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def _flush_c_stdout() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):   # no C runtime to flush (not on Linux/macOS)
+        pass
