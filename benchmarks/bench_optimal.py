@@ -110,8 +110,13 @@ TIMED = QUALITY + ["dgx-h100:2", "mi250:2", "mesh:4x4", "uniring:8", "line:8",
                    "dgx:4", "mi250:4", "fattree:k=6", "ring:64", "torus:8x8", "mesh:8x8",
                    "hypercube:6", "leafspine:leaves=8,spines=4,hosts=8",
                    "twotier:racks=8,hosts=8,oversub=4"]
-#: Beyond the timed LP's reach (more than 64 ranks): batches only, reported as measured.
-BEYOND = ["fattree:k=8", "hypercube:7", "torus:16x16"]
+#: Beyond the timed LP's reach (more than 64 ranks): the default weighs batches, the
+#: spread direct schedule and the butterflies.
+BEYOND = ["fattree:k=8", "hypercube:7", "torus:16x16", "leafspine:leaves=16,spines=8,hosts=16",
+          "twotier:racks=16,hosts=8,oversub=4"]
+#: One letter per default choice in the table.
+CHOICE = {"batches": "b", "timed": "t", "spread": "s", "swing": "w",
+          "mirrored_recursive_doubling": "m"}
 
 
 def run_timed(spec: str) -> dict:
@@ -197,7 +202,8 @@ def main() -> None:
 def _timed_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound: AG batches (3k budget), AG "
           "timed (`pipeline=\"timed\"`), and the default (`auto`) per collective with its "
-          "choice; seconds = synthesis wall time (2 shared cores)\n")
+          "choice (b batches, t timed, s spread direct, w swing, m mirrored recursive "
+          "doubling); seconds = synthesis wall time (2 shared cores)\n")
     print("| topology | ranks | AG batches | AG timed | timed steps | timed gap | AG timed s "
           "| AG default | RS default | AR default | default choice AG/RS/AR | AG / RS / AR s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -206,8 +212,8 @@ def _timed_table(specs: list[str]) -> None:
 
     for spec in specs:
         r = _sub("timed", spec)
-        ch = "/".join(r[f"{k}_choice"][0] for k in ("allgather", "reduce_scatter",
-                                                    "allreduce"))
+        ch = "/".join(CHOICE[r[f"{k}_choice"]] for k in ("allgather", "reduce_scatter",
+                                                         "allreduce"))
         secs = " / ".join(f"{r[k + '_s']:.1f}" for k in ("allgather", "reduce_scatter",
                                                          "allreduce"))
         print(f"| {r['topology']} | {r['ranks']} | {r['ag_batches']:.4f} | "

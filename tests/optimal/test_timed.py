@@ -189,12 +189,12 @@ def test_auto_within_one_percent_at_128_ranks(spec, winner):
     assert verify(s, t).ok
 
 
-def test_compare_offers_the_timed_schedule():
+def test_compare_offers_the_default_choice():
     from topocoll.optimize import compare_algorithms
 
     t = parse_spec("dgx-a100:2")
     rows = compare_algorithms(t, "allgather", [M], algorithms=["optimal"])
-    assert rows[0].params.get("pipeline") == "timed" and rows[0].verified
+    assert rows[0].params.get("pipeline") == "auto" and rows[0].verified
     assert rows[0].bound_fraction >= 0.99
 
 

@@ -15,7 +15,6 @@ from ..cost import AlphaBeta, CostModel, lower_bound
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..synth import SYNTHESIZERS, Synthesizer
-from ..synth.timed import timed_in_reach
 from ..topology import Topology
 from ..verification import verify
 
@@ -58,11 +57,11 @@ def _candidates(syn: Synthesizer, topology: Topology, group: tuple[int, ...],
     values = [[v for v in syn.tunables[k] if not (k == "pipeline" and v > max(1, 4 * p))]
               for k in keys]
     out = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
-    if syn.name == "optimal" and syn.kind in ("allgather", "reduce_scatter", "allreduce") \
-            and timed_in_reach(topology, group):
-        # the timed trees (few steps, every link busy in each): shaped for the largest
-        # size, costed at every size like the batched pipelines
-        out.append({"pipeline": "timed", "size": int(max(sizes))})
+    if syn.name == "optimal" and syn.kind in ("allgather", "reduce_scatter", "allreduce"):
+        # the default choice among batches, timed trees (where in reach), spread direct
+        # and butterflies: shaped for the largest size, costed at every size like the
+        # batched pipelines
+        out.append({"pipeline": "auto", "size": int(max(sizes))})
     return out
 
 
