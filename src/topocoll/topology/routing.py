@@ -619,15 +619,17 @@ def spread_paths(topology: Topology, pairs, choice, *, spans: bool = False):
 
     Examples
     --------
-    Two equal paths ``0 -> 2 -> 1`` and ``0 -> 3 -> 1`` through switches 2 and 3:
+    Host 0 to host 15 of a k=4 fat-tree: 2 aggregation x 2 core switches, four paths:
 
-    >>> from topocoll.topology import Link, Topology
-    >>> cables = [(0, 2), (2, 1), (0, 3), (3, 1)]
-    >>> links = [Link(a, b, 1e9) for a, b in cables] + [Link(b, a, 1e9) for a, b in cables]
-    >>> t = Topology("two-paths", 2, 2, tuple(links))
-    >>> ptr, nodes = spread_paths(t, [[0, 1], [0, 1], [1, 1]], [0, 1, 0])
-    >>> [nodes[ptr[k]:ptr[k + 1]].tolist() for k in range(3)]
-    [[0, 2, 1], [0, 3, 1], [1]]
+    >>> from topocoll.topology import fat_tree
+    >>> ptr, nodes = spread_paths(fat_tree(4), [[0, 15]] * 4 + [[3, 3]], [0, 1, 2, 3, 0])
+    >>> for k in range(5):
+    ...     print(nodes[ptr[k]:ptr[k + 1]].tolist())
+    [0, 16, 24, 32, 30, 23, 15]
+    [0, 16, 25, 34, 31, 23, 15]
+    [0, 16, 24, 33, 30, 23, 15]
+    [0, 16, 25, 35, 31, 23, 15]
+    [3]
     """
     g = _graph(topology)
     p = _as_pairs(pairs)
