@@ -402,20 +402,19 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...])
     ``log2 p`` steps on tori and hypercubes). Groups of more than
     :data:`AUTO_MAX_PORTFOLIO` ranks get none."""
     from ..errors import NotSupportedError
-    from .direct import SPREAD_BUDGET, _direct
+    from .direct import SPREAD_BUDGET
     from .registry import find_synthesizer
 
     N = len(group)
     if N < 2 or N > AUTO_MAX_PORTFOLIO:
         return
-    if topology.num_switches and N * (N - 1) <= SPREAD_BUDGET:
-        phases = {"allgather": (False,), "reduce_scatter": (True,),
-                  "allreduce": (True, False)}[kind]
-        yield "spread", _direct(topology, group, kind, phases, kind == "allreduce",
-                                paths="spread")
-    for name in ("swing", "mirrored_recursive_doubling"):
+    options = {"spread": ("direct", {"paths": "spread"}), "swing": ("swing", {}),
+               "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {})}
+    if not topology.num_switches or N * (N - 1) > SPREAD_BUDGET:
+        del options["spread"]
+    for label, (name, kw) in options.items():
         try:
-            yield name, find_synthesizer(name, kind)(topology, ranks=group)
+            yield label, find_synthesizer(name, kind)(topology, ranks=group, **kw)
         except NotSupportedError:
             continue
 

@@ -7,6 +7,7 @@ first construction therefore runs with file descriptor 1 pointed at ``/dev/null`
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
@@ -46,7 +47,5 @@ def quiet_highs():
 
 
 def _flush_c_stdout() -> None:
-    try:
+    with contextlib.suppress(OSError, AttributeError):   # no C runtime to flush
         ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):   # no C runtime to flush (not on Linux/macOS)
-        pass
