@@ -116,7 +116,7 @@ BEYOND = ["fattree:k=8", "hypercube:7", "torus:16x16", "leafspine:leaves=16,spin
           "twotier:racks=16,hosts=8,oversub=4"]
 #: One letter per default choice in the table.
 CHOICE = {"batches": "b", "timed": "t", "spread": "s", "swing": "w",
-          "mirrored_recursive_doubling": "m"}
+          "mirrored_recursive_doubling": "m", "two_level": "l"}
 
 
 def run_timed(spec: str) -> dict:

@@ -107,7 +107,8 @@ def test_timed_allgather_within_one_percent_slow(spec):
     ("hypercube:4", "reduce_scatter", "swing"),            # multi-port butterfly: log2 p steps
     ("hypercube:4", "allreduce", "swing"),
     ("mi250:1", "reduce_scatter", "timed"),
-    ("twotier:racks=4,hosts=4,oversub=2", "allreduce", "timed"),
+    ("dgx:2,gpus=4", "allreduce", "timed"),
+    ("twotier:racks=4,hosts=4,oversub=2", "allreduce", "two_level"),   # oversubscribed
     ("leafspine:leaves=4,spines=2,hosts=4", "allreduce", "spread"),   # full bisection
     ("fattree:k=4", "reduce_scatter", "spread")])
 def test_default_reduce_scatter_and_allreduce(spec, kind, winner):
@@ -180,7 +181,8 @@ def test_auto_within_one_percent_at_32_ranks(spec):
 
 
 # Beyond the timed LP (64 ranks): the one-pass constructions of the portfolio
-@pytest.mark.parametrize("spec,winner", [("fattree:k=8", "spread"), ("hypercube:7", "swing")])
+@pytest.mark.parametrize("spec,winner", [("fattree:k=8", "spread"), ("hypercube:7", "swing"),
+                                         ("twotier:racks=16,hosts=8,oversub=4", "two_level")])
 def test_auto_within_one_percent_at_128_ranks(spec, winner):
     t = parse_spec(spec)
     s = find_synthesizer("optimal", "allgather")(t)

@@ -35,6 +35,8 @@ def specs(p):
         out.append("hier:fc(2)x ring(2)x switch(2)")
     if p == 9:   # the smallest torus with edge-disjoint Hamiltonian rings
         out.append("torus:3x3")
+    if p == 6:   # racks behind switches: the two-level schedules apply
+        out.append("twotier:racks=3,hosts=2,oversub=2")
     return out
 
 

@@ -61,6 +61,7 @@ from .trees import (
     double_binary_tree_allreduce,
     double_binary_tree_parents,
 )
+from .two_level import two_level_allgather, two_level_allreduce, two_level_reduce_scatter
 
 __all__ = [
     "SYNTHESIZERS", "Synthesizer", "find_synthesizer", "synthesizers_for",
@@ -80,4 +81,5 @@ __all__ = [
     "mirrored_recursive_doubling_allgather", "bucket_allreduce", "bucket_reduce_scatter",
     "bucket_allgather", "hamiltonian_rings_allreduce", "hamiltonian_rings_reduce_scatter",
     "hamiltonian_rings_allgather",
+    "two_level_allgather", "two_level_reduce_scatter", "two_level_allreduce",
 ]

@@ -84,35 +84,59 @@ def spread_split(topology: Topology, group: Sequence[int]) -> int:
     return max(1, min(q, SPREAD_BUDGET // (p * (p - 1))))
 
 
+def spread_transfers(topology: Topology, src: np.ndarray, dst: np.ndarray, k: np.ndarray,
+                     m: np.ndarray, chunks: np.ndarray, period: int):
+    """Transfers that send, for every entry ``e``, chunk ``chunks[e]`` from ``src[k[e]]``
+    to ``dst[k[e]]`` along :func:`~topocoll.topology.routing.spread_paths` choice
+    ``k[e] period + m[e]`` (``0 <= m < period``); entries of one pair that share a path
+    travel as one transfer.
+
+    Returns ``(src, dst, (chunk_ptr, chunk_ids), paths)`` for
+    :meth:`~topocoll.schedule.ScheduleBuilder.add_many`.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fat_tree
+    >>> one = np.zeros(4, dtype=np.int64)
+    >>> s, d, (ptr, ids), paths = spread_transfers(fat_tree(4), np.array([0]), np.array([15]),
+    ...                                            one, np.arange(4), np.arange(4), 4)
+    >>> len(paths), ptr.tolist()       # four pieces, four distinct paths
+    (4, [0, 1, 2, 3, 4])
+    """
+    from ..topology.routing import spread_paths
+
+    km = np.asarray(k, dtype=np.int64) * period + np.asarray(m, dtype=np.int64)
+    ukm, inv_e = np.unique(km, return_inverse=True)
+    uk = ukm // period
+    ptr, nodes = spread_paths(topology, np.stack([src[uk], dst[uk]], axis=1), ukm)
+    lens = np.diff(ptr)
+    mat = np.full((len(ukm), int(lens.max()) + 1), -1, dtype=np.int64)
+    mat[:, 0] = uk
+    row = np.repeat(np.arange(len(ukm)), lens)
+    mat[row, 1 + np.arange(len(nodes)) - np.repeat(ptr[:-1], lens)] = nodes
+    uniq, first, inv = np.unique(mat, axis=0, return_index=True, return_inverse=True)
+    t = inv.reshape(-1)[inv_e.reshape(-1)]
+    order = np.argsort(t, kind="stable")
+    chunk_ptr = np.zeros(len(uniq) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t, minlength=len(uniq)), out=chunk_ptr[1:])
+    paths = [nodes[ptr[w]:ptr[w + 1]] for w in first.tolist()]
+    pair = uniq[:, 0]
+    return src[pair], dst[pair], (chunk_ptr, np.asarray(chunks)[order]), paths
+
+
 def _spread_shot(b: ScheduleBuilder, topology: Topology, g: np.ndarray, reduce: bool,
                  q: int) -> None:
     """One step like :func:`_one_shot` with every block cut into ``q`` pieces: piece
     ``m`` of pair ``k`` takes :func:`~topocoll.topology.routing.spread_paths` choice
     ``k q + m``; pieces of a pair that share a path travel as one transfer."""
-    from ..topology.routing import spread_paths
-
     i, j = _pairs(len(g))
     if not len(i):
         return
     k = np.repeat(np.arange(len(i), dtype=np.int64), q)
     m = np.tile(np.arange(q, dtype=np.int64), len(i))
-    ptr, nodes = spread_paths(topology, np.stack([g[i[k]], g[j[k]]], axis=1), k * q + m)
-    lens = np.diff(ptr)
-    width = int(lens.max())
-    mat = np.full((len(k), width + 1), -1, dtype=np.int64)
-    mat[:, 0] = k
-    row = np.repeat(np.arange(len(k)), lens)
-    mat[row, 1 + np.arange(len(nodes)) - np.repeat(ptr[:-1], lens)] = nodes
-    uniq, first, inv = np.unique(mat, axis=0, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    order = np.argsort(inv, kind="stable")
-    chunk_ptr = np.zeros(len(uniq) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(inv, minlength=len(uniq)), out=chunk_ptr[1:])
-    blocks = (j if reduce else i)[k] * q + m
-    paths = [nodes[ptr[w]:ptr[w + 1]] for w in first.tolist()]
-    pair = uniq[:, 0]
-    b.new_step().add_many(g[i[pair]], g[j[pair]], (chunk_ptr, blocks[order]),
-                          Op.REDUCE if reduce else Op.COPY, paths)
+    s, d, chunks, paths = spread_transfers(topology, g[i], g[j], k, m,
+                                           (j if reduce else i)[k] * q + m, q)
+    b.new_step().add_many(s, d, chunks, Op.REDUCE if reduce else Op.COPY, paths)
 
 
 def _direct(topology, ranks, kind: str, phases: Sequence[bool], split_p: bool,

@@ -19,6 +19,7 @@ from . import (
     swing,
     torus,
     trees,
+    two_level,
 )
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
@@ -30,6 +31,10 @@ def _always(topology: Topology, group: tuple[int, ...]) -> str | None:
 
 def _hierarchical_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
     return hierarchical.hierarchical_unsupported_reason(topology, group)
+
+
+def _two_level_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return two_level.two_level_unsupported_reason(topology, group)
 
 
 #: Largest group for which the registry offers the per-root tree schedules (``optimal``,
@@ -129,6 +134,10 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("direct", "alltoall", direct.direct_alltoall),
     Synthesizer("pairwise", "alltoall", direct.pairwise_alltoall),
     Synthesizer("parameter_server", "allreduce", direct.parameter_server_allreduce),
+    Synthesizer("two_level", "allgather", two_level.two_level_allgather, _two_level_applies),
+    Synthesizer("two_level", "reduce_scatter", two_level.two_level_reduce_scatter,
+                _two_level_applies),
+    Synthesizer("two_level", "allreduce", two_level.two_level_allreduce, _two_level_applies),
     Synthesizer("hierarchical", "allgather", hierarchical.hierarchical_allgather,
                 _hierarchical_applies),
     Synthesizer("hierarchical", "reduce_scatter", hierarchical.hierarchical_reduce_scatter,

@@ -393,11 +393,15 @@ def batches_time(topology: Topology, rows, P: int, units, per_root_bytes: float,
     return pipeline_time(L, np.ones(P) if units is None else np.asarray(units), alpha + ell)
 
 
-def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...]):
+def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
+                          size: float = 2.0**30, alpha: float = 0.0):
     """``(label, schedule)`` of the one-pass constructions that ``pipeline="auto"`` also
     weighs when the trees are not within :data:`AUTO_SLACK` of the bound: on fabrics with
     switches, the direct schedule with pieces spread over equal-cost paths (``spread``:
-    the bound in one step per part on full-bisection switched fabrics) and the
+    the bound in one step per part on full-bisection switched fabrics); on fabrics whose
+    ranks form equal groups behind switches or in boxes, the two-level schedule
+    (``two_level``, planned for ``size`` and ``alpha``: rails overlapped with the
+    in-group exchange, the bound in a few steps on oversubscribed two-tier fabrics); the
     multi-port butterflies (``swing``, ``mirrored_recursive_doubling``: the bound in
     ``log2 p`` steps on tori and hypercubes). Groups of more than
     :data:`AUTO_MAX_PORTFOLIO` ranks get none."""
@@ -408,7 +412,9 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...])
     N = len(group)
     if N < 2 or N > AUTO_MAX_PORTFOLIO:
         return
-    options = {"spread": ("direct", {"paths": "spread"}), "swing": ("swing", {}),
+    options = {"spread": ("direct", {"paths": "spread"}),
+               "two_level": ("two_level", {"size": size, "alpha": alpha}),
+               "swing": ("swing", {}),
                "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {})}
     if not topology.num_switches or N * (N - 1) > SPREAD_BUDGET:
         del options["spread"]
@@ -442,7 +448,7 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
         return batched
     best, t_best, label, extra = batched, t_b, "batches", {}
     weighed = {"batches": t_b}
-    for name, s in structured_candidates(kind, topology, group):
+    for name, s in structured_candidates(kind, topology, group, size, alpha):
         weighed[name] = model_time(s, topology, size, alpha)
         if weighed[name] < t_best:
             best, t_best, label = s, weighed[name], name

@@ -1,0 +1,182 @@
+"""Two-level pipelined direct collectives (rails overlapped with the in-group exchange)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _refcheck import assert_correct
+
+from topocoll.collective import make_collective
+from topocoll.cost import AlphaBeta
+from topocoll.cost.bounds import cut_bound
+from topocoll.errors import NotSupportedError, TopologyError
+from topocoll.synth import (
+    direct_allgather,
+    find_synthesizer,
+    two_level_allgather,
+    two_level_allreduce,
+    two_level_reduce_scatter,
+)
+from topocoll.synth._common import model_time, step_loads
+from topocoll.synth.two_level import _Frame, _lp, _Plan, two_level_groups
+from topocoll.topology import Link, Topology, fat_tree, leaf_spine, ring
+from topocoll.topology.scenarios import contention, mi250, two_tier
+from topocoll.verification import verify
+
+M = 2.0**30
+FUNCS = {"allgather": two_level_allgather, "reduce_scatter": two_level_reduce_scatter,
+         "allreduce": two_level_allreduce}
+
+
+def _bound(kind: str, t: Topology, group: tuple[int, ...]) -> float:
+    parts = ("reduce_scatter", "allgather") if kind == "allreduce" else (kind,)
+    return sum(cut_bound(make_collective(k, group), t, M, method="exact").time for k in parts)
+
+
+def test_groups_from_switches_and_from_meta():
+    assert two_level_groups(two_tier(3, 2), range(6)) == [[0, 1], [2, 3], [4, 5]]
+    ls = leaf_spine(3, 2, 2)            # meta groups: one per leaf
+    assert two_level_groups(ls, range(6)) == [[0, 1], [2, 3], [4, 5]]
+    assert two_level_groups(mi250(2), range(16))[1] == list(range(8, 16))
+    # a subgroup keeps the members' order inside each group
+    assert two_level_groups(two_tier(2, 3), [5, 0, 4, 1]) == [[5, 4], [0, 1]]
+
+
+@pytest.mark.parametrize("topo, group, words", [
+    (ring(4), range(4), "rank 0 has no single switch"),
+    (two_tier(1, 4), range(4), "single group"),
+    (two_tier(2, 3), [0, 1, 2, 3], "unequal size [1, 3]"),
+    (two_tier(4, 1), range(4), "groups of one rank"),
+])
+def test_groups_refused_with_reason(topo, group, words):
+    why = two_level_groups(topo, group)
+    assert isinstance(why, str) and words in why
+    with pytest.raises(NotSupportedError, match="two_level"):
+        find_synthesizer("two_level", "allgather")(topo, ranks=list(group))
+
+
+def test_bad_options_and_ranks():
+    t = two_tier(2, 2)
+    with pytest.raises(NotSupportedError, match="steps"):
+        two_level_allgather(t, steps=0)
+    with pytest.raises(NotSupportedError, match="units"):
+        two_level_allgather(t, units=0)
+    with pytest.raises(NotSupportedError, match="size"):
+        two_level_allgather(t, size=-1.0)
+    with pytest.raises(TopologyError, match="rank 9"):
+        two_level_allgather(t, ranks=[0, 9])
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCS))
+@pytest.mark.parametrize("topo, ranks", [
+    (two_tier(3, 2, oversubscription=2), None),
+    (two_tier(2, 3), [5, 0, 4, 1]),
+    (leaf_spine(2, 2, 3), None),
+    (fat_tree(4), None),
+    (mi250(2), None),
+])
+def test_correct_by_verifier_and_reference(kind, topo, ranks):
+    s = FUNCS[kind](topo, ranks=ranks, units=2)
+    assert s.collective.kind == kind
+    assert verify(s, topo, collect=True).ok
+    assert_correct(s)
+
+
+def test_one_rail_step_still_waits_for_the_rails():
+    s = two_level_allgather(two_tier(3, 3, oversubscription=4), steps=1, units=1)
+    assert s.num_steps == 2
+    assert_correct(s)
+
+
+def test_lp_reaches_the_closed_form_cut_bound_on_two_tier():
+    # R racks of h hosts, host links b, rack uplinks U = h b / o: the bound is the worse
+    # of the host cut (N - 1 blocks in at b) and the rack cut (N - h blocks in at U)
+    for R, h, o in ((4, 4, 4), (16, 8, 4), (8, 8, 4), (4, 4, 2), (3, 5, 8)):
+        t = two_tier(R, h, oversubscription=o)
+        N = R * h
+        b = t.links[0].bandwidth
+        U = sum(lk.bandwidth for lk in t.links if lk.dst == N and t.is_switch(lk.src))
+        closed = max((N - 1) / b, (N - h) / U) * M / N
+        assert _bound("allgather", t, tuple(range(N))) == pytest.approx(closed, rel=1e-12)
+        plan = _Plan(_Frame(t, tuple(range(N)), two_level_groups(t, range(N))), M, 0.0,
+                     None, None)
+        # where the racks bind, the pipeline's tail costs a little at a finite step count
+        assert closed * (1 - 1e-9) <= plan.lp_time <= closed * (1 + 1e-3), (R, h, o)
+        if (N - 1) / b >= (N - h) / U:
+            assert plan.lp_time == pytest.approx(closed, rel=1e-6)
+        assert plan.lp_time * (1 - 1e-9) <= plan.rounded_time <= closed * 1.005
+
+
+def test_schedule_loads_are_the_plans():
+    # the integer program's per-step busiest link is what the built schedule puts there
+    t = two_tier(4, 4, oversubscription=4)
+    g = tuple(range(16))
+    frame = _Frame(t, g, two_level_groups(t, g))
+    plan = _Plan(frame, M, 0.0, None, 8)
+    s = two_level_allgather(t, units=8)
+    load, lat = step_loads(s, t, M)
+    assert s.num_steps == plan.steps
+    assert (load / t.link_bandwidth).max(axis=1).sum() == pytest.approx(plan.rounded_time,
+                                                                        rel=1e-9)
+    assert model_time(s, t, M, 0.0) == pytest.approx(plan.rounded_time + lat.sum(), rel=1e-9)
+
+
+def test_integer_plan_never_beats_the_fractional_lp():
+    t = two_tier(4, 4, oversubscription=4)
+    g = tuple(range(16))
+    rates, _ = _Frame(t, g, two_level_groups(t, g)).unit_rates()
+    for S in (2, 3, 5):
+        frac, cum = _lp(rates, S)
+        assert np.allclose(cum[:, -1], 1.0)
+        for U in (1, 4, 16):
+            whole, cu = _lp(rates, S, U)
+            assert whole >= frac * (1 - 1e-9)
+            assert (cu[:, -1] == U).all()
+            assert (cu[1, 1:] <= cu[0, :-1]).all()      # received only after railed
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCS))
+def test_within_one_percent_where_direct_and_trees_are_far(kind):
+    t = two_tier(16, 8, oversubscription=4)
+    g = tuple(range(t.num_ranks))
+    s = FUNCS[kind](t)
+    bound = _bound(kind, t, g)
+    ratio = AlphaBeta(bound=False).evaluate(s, t, M).time / bound
+    assert 1 - 1e-9 <= ratio <= 1.01
+    d = direct_allgather(t, paths="spread")
+    assert AlphaBeta(bound=False).evaluate(d, t, M).time / _bound("allgather", t, g) > 3
+
+
+def test_contention_on_single_directions():
+    # background traffic cuts single link directions: both parts stay within 1%
+    t = contention(two_tier(4, 3, oversubscription=2), fraction=0.3, keep=0.25, seed=4)
+    assert any(lk.bandwidth != t.links[0].bandwidth for lk in t.links)
+    g = tuple(range(12))
+    for kind in ("allgather", "reduce_scatter"):
+        s = FUNCS[kind](t)
+        assert verify(s, t, collect=True).ok
+        ratio = AlphaBeta(bound=False).evaluate(s, t, M).time / _bound(kind, t, g)
+        assert 1 - 1e-9 <= ratio <= 1.01, (kind, ratio)
+
+
+def test_optimal_default_picks_two_level_on_oversubscribed_two_tier():
+    t = two_tier(16, 8, oversubscription=4)
+    s = find_synthesizer("optimal", "allgather")(t)
+    assert s.meta["pipeline"] == "two_level"
+    assert AlphaBeta(bound=False).evaluate(s, t, M).time <= _bound(
+        "allgather", t, tuple(range(128))) * 1.01
+
+
+def test_asymmetric_link_named_topology():
+    # a hand-built fabric: two racks, one rack's uplink slower in one direction only
+    links = []
+    for r in range(4):
+        tor = 4 + r // 2
+        links += [Link(r, tor, 10e9), Link(tor, r, 10e9)]
+    links += [Link(4, 6, 5e9), Link(6, 4, 20e9), Link(5, 6, 20e9), Link(6, 5, 20e9)]
+    t = Topology("two racks", 4, 3, tuple(links))
+    for kind, f in FUNCS.items():
+        s = f(t)
+        assert verify(s, t, collect=True).ok
+        ratio = AlphaBeta(bound=False).evaluate(s, t, M).time / _bound(kind, t, (0, 1, 2, 3))
+        assert 1 - 1e-9 <= ratio <= 1.01, (kind, ratio)
