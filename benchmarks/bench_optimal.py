@@ -114,9 +114,17 @@ TIMED = QUALITY + ["dgx-h100:2", "mi250:2", "mesh:4x4", "uniring:8", "line:8",
 #: spread direct schedule and the butterflies.
 BEYOND = ["fattree:k=8", "hypercube:7", "torus:16x16", "leafspine:leaves=16,spines=8,hosts=16",
           "twotier:racks=16,hosts=8,oversub=4"]
+#: Other parameters of the same generators, probed in the sixth session (``--only more``):
+#: oversubscription on fat-trees and leaf-spines, 64-rank boxes, sparse random regular
+#: graphs, a 128-rank ring (at 1 us per hop, latency-bound).
+MORE = ["fattree:k=4,oversub=2", "fattree:k=8,oversub=4",
+        "leafspine:leaves=8,spines=2,hosts=8,oversub=4",
+        "twotier:racks=4,hosts=16,oversub=8,spines=4", "dgx:4,fabric=rail", "dgx-a100:8",
+        "dgx-h100:8", "mi250:8", "hier:fc(4)x switch(8)", "circulant:32,jumps=1/7",
+        "rrg:32,d=3,seed=1", "rrg:64,d=4,seed=1", "ring:128"]
 #: One letter per default choice in the table.
 CHOICE = {"batches": "b", "timed": "t", "spread": "s", "swing": "w",
-          "mirrored_recursive_doubling": "m", "two_level": "l"}
+          "mirrored_recursive_doubling": "m", "two_level": "l", "deep_batches": "d"}
 
 
 def run_timed(spec: str) -> dict:
@@ -147,7 +155,7 @@ def run_timed(spec: str) -> dict:
         s = find_synthesizer("optimal", kind)(t)
         row[f"{kind}_s"] = time.perf_counter() - t0
         row[kind] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
-        row[f"{kind}_choice"] = s.meta.get("pipeline", "batches")
+        row[f"{kind}_choice"] = s.meta.get("auto", "batches").split(" ")[0]
     return row
 
 
@@ -165,7 +173,7 @@ def run_random(seed: str) -> dict:
     b = find_synthesizer("optimal", "allgather")(t, pipeline="batches")
     return {"seed": k, "ratio": AlphaBeta(bound=False).evaluate(s, t, M).time / ex,
             "batches": AlphaBeta(bound=False).evaluate(b, t, M).time / ex,
-            "choice": s.meta.get("pipeline", "batches"), "seconds": el}
+            "choice": s.meta.get("auto", "batches").split(" ")[0], "seconds": el}
 
 
 def _sub(fn: str, spec: str) -> dict:
@@ -178,7 +186,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--case", nargs=2)
-    ap.add_argument("--only", choices=["timing", "quality", "timed", "random"])
+    ap.add_argument("--only", choices=["timing", "quality", "timed", "random", "more"])
     a = ap.parse_args()
     if a.case:
         fn, spec = a.case
@@ -197,13 +205,16 @@ def main() -> None:
         _timed_table(TIMED[:6] if a.quick else TIMED + BEYOND)
     if a.only in (None, "random"):
         _random_table(range(20) if a.quick else range(100))
+    if a.only in (None, "more"):
+        _timed_table(MORE[:3] if a.quick else MORE)
 
 
 def _timed_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound: AG batches (3k budget), AG "
           "timed (`pipeline=\"timed\"`), and the default (`auto`) per collective with its "
           "choice (b batches, t timed, s spread direct, w swing, m mirrored recursive "
-          "doubling); seconds = synthesis wall time (2 shared cores)\n")
+          "doubling, l two-level, d deeper batches); seconds = synthesis wall time "
+          "(2 shared cores)\n")
     print("| topology | ranks | AG batches | AG timed | timed steps | timed gap | AG timed s "
           "| AG default | RS default | AR default | default choice AG/RS/AR | AG / RS / AR s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

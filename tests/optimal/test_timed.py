@@ -233,3 +233,16 @@ def test_pricing_heuristic_against_exhaustive_search():
         assert min(c1, c2) >= best - 1e-12
         hits += min(c1, c2) <= best + 1e-12
     assert hits >= 34
+
+
+def test_auto_weighs_deeper_batches_on_sparse_random_graphs():
+    # rrg:32: the packing has so many tree arcs that the default transfer budget leaves
+    # one batch (3.1x); out of the timed LP's reach, the deeper pipeline is the best offer
+    t = parse_spec("rrg:32,d=3,seed=1")
+    s = find_synthesizer("optimal", "allgather")(t)
+    assert s.meta["auto"].startswith("deep_batches"), s.meta
+    assert "pipeline" not in s.meta and int(s.meta["batches"]) > 1
+    shallow = find_synthesizer("optimal", "allgather")(t, pipeline="batches")
+    assert _ratio(shallow, t, "allgather") > 3
+    assert 1 - 1e-9 <= _ratio(s, t, "allgather") <= 1.06
+    assert verify(s, t).ok

@@ -18,7 +18,13 @@ from topocoll.synth import (
     two_level_reduce_scatter,
 )
 from topocoll.synth._common import model_time, step_loads
-from topocoll.synth.two_level import _Frame, _lp, _Plan, two_level_groups
+from topocoll.synth.two_level import (
+    _Frame,
+    _lp,
+    _Plan,
+    two_level_groupings,
+    two_level_groups,
+)
 from topocoll.topology import Link, Topology, fat_tree, leaf_spine, ring
 from topocoll.topology.scenarios import contention, mi250, two_tier
 from topocoll.verification import verify
@@ -42,8 +48,45 @@ def test_groups_from_switches_and_from_meta():
     assert two_level_groups(two_tier(2, 3), [5, 0, 4, 1]) == [[5, 4], [0, 1]]
 
 
+def test_groupings_per_source_and_the_faster_one_kept():
+    from topocoll.topology import parse_spec
+
+    found = two_level_groupings(fat_tree(4), range(16))
+    assert found["meta"][0] == [0, 1, 2, 3] and found["switch"][0] == [0, 1]
+    assert two_level_groupings(fat_tree(4), range(16), "switch").keys() == {"switch"}
+    # an oversubscribed fat-tree binds at the edge switches: pods are the wrong groups
+    t = parse_spec("fattree:k=4,oversub=2")
+    g = tuple(range(16))
+    times = {}
+    for by in ("meta", "switch"):
+        s = two_level_allgather(t, groups=by)
+        assert s.meta["grouping"] == by
+        times[by] = AlphaBeta(bound=False).evaluate(s, t, M).time
+    auto = two_level_allgather(t)
+    assert auto.meta["grouping"] == min(times, key=times.get) == "switch"
+    assert times["meta"] > 1.2 * times["switch"]
+    assert times["switch"] <= _bound("allgather", t, g) * 1.01
+
+
+def test_explicit_groups():
+    t = two_tier(2, 3)
+    s = two_level_allgather(t, groups=[[3, 4, 5], [0, 1, 2]])
+    assert s.meta["grouping"] == "given" and s.meta["groups"] == "2x3"
+    assert_correct(s)
+    with pytest.raises(TopologyError, match="rank 2 is in no group"):
+        two_level_allgather(t, groups=[[0, 1], [3, 4, 5]])
+    with pytest.raises(TopologyError, match="rank 1 is in groups 0 and 1"):
+        two_level_allgather(t, groups=[[0, 1, 2], [1, 4, 5]])
+    with pytest.raises(TopologyError, match="rank 7 of group 1"):
+        two_level_allgather(t, groups=[[0, 1, 2], [7, 4, 5]])
+    with pytest.raises(NotSupportedError, match="groups must be one of"):
+        two_level_allgather(t, groups="racks")
+    with pytest.raises(NotSupportedError, match="unequal size"):
+        two_level_allgather(t, groups=[[0, 1], [2, 3, 4, 5]])
+
+
 @pytest.mark.parametrize("topo, group, words", [
-    (ring(4), range(4), "rank 0 has no single switch"),
+    (ring(4), range(4), "the topology names no groups; rank 0 is not attached to exactly"),
     (two_tier(1, 4), range(4), "single group"),
     (two_tier(2, 3), [0, 1, 2, 3], "unequal size [1, 3]"),
     (two_tier(4, 1), range(4), "groups of one rank"),

@@ -50,6 +50,8 @@ class CompareRow:
 
 def _candidates(syn: Synthesizer, topology: Topology, group: tuple[int, ...],
                 sizes: Sequence[float]) -> list[dict[str, Any]]:
+    if syn.name == "two_level":          # its step fractions are planned for one size
+        return [{"size": int(max(sizes))}]
     if not syn.tunables:
         return [{}]
     p = len(group)

@@ -318,6 +318,10 @@ AUTO_MAX_SYMMETRIC = MAX_RANKS
 AUTO_SLACK = 0.005
 #: Horizon-search budget (s) per allgather-shaped part under ``pipeline="auto"``.
 AUTO_BUDGET = 10.0
+#: Transfer budget of the deeper batches pipeline ``pipeline="auto"`` weighs when the
+#: default batches (``TRANSFER_BUDGET``) are not within :data:`AUTO_SLACK` (on sparse
+#: random graphs the default budget leaves one batch: 3.4x the bound on rrg:64).
+AUTO_DEEP_BUDGET = 400_000
 #: Largest group for which ``pipeline="auto"`` weighs the :func:`structured_candidates`.
 AUTO_MAX_PORTFOLIO = 1024
 
@@ -429,14 +433,17 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
               parts: list, size: float, alpha: float, steps: int | None) -> Schedule:
     """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
     bounds: :func:`batches_time`, :func:`~topocoll.synth._common.model_time`), of
-    ``batched``, the :func:`structured_candidates` and, where :func:`timed_in_reach`, the
-    timed schedule. Stops at the first that is within :data:`AUTO_SLACK` of the exact
-    bound, in that order (the timed LP costs seconds; the others milliseconds).
+    ``batched``, the :func:`structured_candidates`, the batches pipeline with the
+    transfer budget :data:`AUTO_DEEP_BUDGET` (``deep_batches``) and, where
+    :func:`timed_in_reach`, the timed schedule. Stops at the first that is within
+    :data:`AUTO_SLACK` of the exact bound, in that order (the timed LP costs seconds; the
+    others milliseconds to a second).
     ``parts``: ``(rows, P, units, reversed)`` of each allgather-shaped part of
     ``batched``. The choice and the times of the candidates weighed, as fractions of the
     bound, go to ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
     from ..topology.maxflow import allgather_optimum
     from ._common import model_time
+    from .registry import find_synthesizer
 
     if size <= 0:
         return batched
@@ -454,6 +461,14 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             best, t_best, label = s, weighed[name], name
         if t_best <= bound * (1 + AUTO_SLACK):
             break
+    if t_best > bound * (1 + AUTO_SLACK):
+        deep = find_synthesizer("optimal", kind)(topology, ranks=group, pipeline="batches",
+                                                 budget=AUTO_DEEP_BUDGET, size=size,
+                                                 alpha=alpha)
+        if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
+            weighed["deep_batches"] = model_time(deep, topology, size, alpha)
+            if weighed["deep_batches"] < t_best:
+                best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
     if t_best > bound * (1 + AUTO_SLACK) and timed_in_reach(topology, group):
         s, t_t = timed_schedule(kind, topology, group, size, alpha, steps,
                                 budget=AUTO_BUDGET)
@@ -465,6 +480,6 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
     others = ", ".join(f"{k} {v / bound:.4f}" for k, v in weighed.items() if k != label)
     note = f"{label} ({t_best / bound:.4f} of the bound" + (f"; {others})" if others else ")")
     meta = {**best.meta, **extra, "auto": note}
-    if label not in ("batches", "timed"):
+    if label not in ("batches", "timed", "deep_batches"):
         meta["pipeline"] = label
     return best.replace(name="optimal", meta=meta)

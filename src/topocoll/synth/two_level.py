@@ -46,11 +46,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..collective import allgather, allreduce, reduce_scatter
+from ..errors import NotSupportedError, TopologyError
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Link, Topology
 from ._common import require, resolve_group, step_loads
 
-__all__ = ["two_level_groups", "two_level_unsupported_reason", "two_level_allgather",
+__all__ = ["two_level_groups", "two_level_groupings", "two_level_unsupported_reason",
+           "two_level_allgather",
            "two_level_reduce_scatter", "two_level_allreduce", "DEFAULT_SIZE"]
 
 #: Message size (bytes) the default step fractions and unit count are chosen for.
@@ -70,49 +72,43 @@ ILP_TIME_LIMIT = 2.0
 MAX_PERIOD = 16
 
 
-def two_level_groups(topology: Topology, group: Sequence[int]) -> list[list[int]] | str:
-    """The groups of ``group`` (each in ``group`` order, groups by first member), or why
-    there are none.
+#: Where the groups come from (``groups=`` option): ``meta`` (``topology.meta["groups"]``:
+#: boxes, pods, leaves), ``switch`` (ranks whose every link goes to one switch: racks,
+#: edge switches); ``auto`` plans every one that applies and keeps the fastest.
+GROUPINGS = ("auto", "meta", "switch")
 
-    Groups come from ``topology.meta["groups"]`` (boxes, pods, leaves) restricted to
-    ``group``, else from the switches: ranks whose every link, in and out, goes to the
-    same switch. The scheme needs at least two groups, of equal size at least two.
 
-    Examples
-    --------
-    >>> from topocoll.topology import ring
-    >>> from topocoll.topology.scenarios import two_tier
-    >>> two_level_groups(two_tier(2, 3), range(6))
-    [[0, 1, 2], [3, 4, 5]]
-    >>> two_level_groups(ring(4), range(4))
-    'rank 0 has no single switch and the topology names no groups'
-    """
-    members = [int(r) for r in group]
+def _meta_groups(topology: Topology, members: list[int]) -> list[list[int]] | str:
     meta = topology.meta.get("groups") if topology.meta else None
-    if meta:
-        inside = set(members)
-        where = {r: k for k, g in enumerate(meta) for r in g}
-        missing = [r for r in members if r not in where]
-        if missing:
-            return f"rank {missing[0]} is in none of the topology's groups"
-        by: dict[int, list[int]] = {}
-        for r in members:
-            by.setdefault(where[r], []).append(r)
-        groups = [g for g in by.values() if set(g) <= inside]
-    else:
-        touch: dict[int, set[int]] = {r: set() for r in members}
-        for lk in topology.links:
-            if lk.src in touch:
-                touch[lk.src].add(lk.dst)
-            if lk.dst in touch:
-                touch[lk.dst].add(lk.src)
-        by = {}
-        for r in members:
-            t = touch[r]
-            if len(t) != 1 or not topology.is_switch(next(iter(t))):
-                return f"rank {r} has no single switch and the topology names no groups"
-            by.setdefault(next(iter(t)), []).append(r)
-        groups = list(by.values())
+    if not meta:
+        return "the topology names no groups"
+    where = {r: k for k, g in enumerate(meta) for r in g}
+    missing = [r for r in members if r not in where]
+    if missing:
+        return f"rank {missing[0]} is in none of the topology's groups"
+    by: dict[int, list[int]] = {}
+    for r in members:
+        by.setdefault(where[r], []).append(r)
+    return list(by.values())
+
+
+def _switch_groups(topology: Topology, members: list[int]) -> list[list[int]] | str:
+    touch: dict[int, set[int]] = {r: set() for r in members}
+    for lk in topology.links:
+        if lk.src in touch:
+            touch[lk.src].add(lk.dst)
+        if lk.dst in touch:
+            touch[lk.dst].add(lk.src)
+    by: dict[int, list[int]] = {}
+    for r in members:
+        t = touch[r]
+        if len(t) != 1 or not topology.is_switch(next(iter(t))):
+            return f"rank {r} is not attached to exactly one switch"
+        by.setdefault(next(iter(t)), []).append(r)
+    return list(by.values())
+
+
+def _check_groups(groups: list[list[int]]) -> list[list[int]] | str:
     if len(groups) < 2:
         return "the ranks form a single group (use direct)"
     sizes = sorted({len(g) for g in groups})
@@ -121,6 +117,51 @@ def two_level_groups(topology: Topology, group: Sequence[int]) -> list[list[int]
     if sizes[0] < 2:
         return "groups of one rank (use direct)"
     return groups
+
+
+def two_level_groupings(topology: Topology, group: Sequence[int], by: str = "auto"
+                        ) -> dict[str, list[list[int]] | str]:
+    """Per source of groups (``meta``, ``switch``; only ``by`` unless ``auto``) the
+    groups of ``group`` (each in ``group`` order, groups by first member) or why that
+    source gives none. The scheme needs at least two groups, of equal size at least two.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fat_tree
+    >>> g = two_level_groupings(fat_tree(4), range(16))
+    >>> g["meta"][1], g["switch"][1]            # pods of 4 hosts, edge switches of 2
+    ([4, 5, 6, 7], [2, 3])
+    """
+    require(by in GROUPINGS, f"groups must be one of {GROUPINGS} or a list of rank lists, "
+            f"got {by!r}")
+    members = [int(r) for r in group]
+    out: dict[str, list[list[int]] | str] = {}
+    for name, find in (("meta", _meta_groups), ("switch", _switch_groups)):
+        if by in ("auto", name):
+            g = find(topology, members)
+            out[name] = g if isinstance(g, str) else _check_groups(g)
+    return out
+
+
+def two_level_groups(topology: Topology, group: Sequence[int], by: str = "auto"
+                     ) -> list[list[int]] | str:
+    """The first groups :func:`two_level_groupings` finds (``meta`` before ``switch``),
+    or why there are none.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> from topocoll.topology.scenarios import two_tier
+    >>> two_level_groups(two_tier(2, 3), range(6))
+    [[0, 1, 2], [3, 4, 5]]
+    >>> two_level_groups(ring(4), range(4))
+    'the topology names no groups; rank 0 is not attached to exactly one switch'
+    """
+    found = two_level_groupings(topology, group, by)
+    for g in found.values():
+        if not isinstance(g, str):
+            return g
+    return "; ".join(found.values())
 
 
 def two_level_unsupported_reason(topology: Topology, group: Sequence[int]) -> str | None:
@@ -364,27 +405,63 @@ def _meta(frame: _Frame, plan: _Plan, suffix: str = "") -> dict[str, str]:
             f"lp_time_s{suffix}": f"{plan.lp_time:.6e}"}
 
 
+def _explicit_groups(group: tuple[int, ...], groups) -> list[list[int]]:
+    """User-given groups, checked against the participants."""
+    try:
+        out = [[int(r) for r in g] for g in groups]
+    except (TypeError, ValueError):
+        raise NotSupportedError(f"groups must be one of {GROUPINGS} or a list of rank "
+                                f"lists, got {groups!r}") from None
+    seen: dict[int, int] = {}
+    for k, g in enumerate(out):
+        for r in g:
+            if r not in group:
+                raise TopologyError(f"rank {r} of group {k} is not a participant",
+                                    item=f"rank {r}")
+            if r in seen:
+                raise TopologyError(f"rank {r} is in groups {seen[r]} and {k}",
+                                    item=f"rank {r}")
+            seen[r] = k
+    missing = [r for r in group if r not in seen]
+    if missing:
+        raise TopologyError(f"rank {missing[0]} is in no group", item=f"rank {missing[0]}")
+    pos = {r: i for i, r in enumerate(group)}
+    return [sorted(g, key=pos.__getitem__) for g in out]
+
+
 def _build(topology: Topology, ranks, kind: str, size: float, alpha: float,
-           steps: int | None, units: int | None) -> Schedule:
+           steps: int | None, units: int | None, groups="auto") -> Schedule:
     from ..schedule import concat, reverse
 
     group = resolve_group(topology, ranks)
-    groups = two_level_groups(topology, group)
-    require(not isinstance(groups, str), f"two_level does not apply: {groups}")
     require(size > 0 and alpha >= 0, "size must be > 0 and alpha >= 0")
     require(steps is None or (isinstance(steps, int) and 1 <= steps),
             f"steps must be an integer >= 1, got {steps!r}")
-    parts = {rev: _part(topology, group, groups, size, alpha, steps, units, rev)
-             for rev in {"allgather": (False,), "reduce_scatter": (True,),
-                         "allreduce": (True, False)}[kind]}
-    if kind == "allreduce":                   # one chunk size for both halves
-        U = max(p.units for _, p in parts.values())
-        q = math.lcm(*(f.period for f, _ in parts.values()))
-        for rev, (f, p) in parts.items():
-            f.period = q
-            if p.units != U:
-                parts[rev] = (f, _Plan(f, size, alpha, p.steps - 1, U))
-    out, meta = [], {}
+    if isinstance(groups, str):
+        found = two_level_groupings(topology, group, groups)
+    else:
+        g = _check_groups(_explicit_groups(group, groups))
+        found = {"given": g}
+    options = {k: g for k, g in found.items() if not isinstance(g, str)}
+    if not options:
+        raise NotSupportedError("two_level does not apply: " + "; ".join(found.values()))
+    revs = {"allgather": (False,), "reduce_scatter": (True,), "allreduce": (True, False)}[kind]
+    best = None
+    for label, gs in options.items():
+        parts = {rev: _part(topology, group, gs, size, alpha, steps, units, rev)
+                 for rev in revs}
+        if kind == "allreduce":                   # one chunk size for both halves
+            U = max(p.units for _, p in parts.values())
+            q = math.lcm(*(f.period for f, _ in parts.values()))
+            for rev, (f, p) in parts.items():
+                f.period = q
+                if p.units != U:
+                    parts[rev] = (f, _Plan(f, size, alpha, p.steps - 1, U))
+        t = sum(p.rounded_time + p.steps * (alpha + p.latency) for _, p in parts.values())
+        if best is None or t < best[0]:
+            best = (t, label, parts)
+    _, label, parts = best
+    out, meta = [], {"grouping": label}
     for rev, (f, p) in parts.items():
         Q = p.units * f.period
         s = f.schedule(p.cum[0] * f.period, p.cum[1] * f.period, p.cum[2] * f.period, Q,
@@ -417,19 +494,26 @@ _PARAMS = """
         :data:`UNIT_CHOICES` within :data:`ROUNDING_SLACK` of the LP (and
         :data:`ENTRY_BUDGET`). Each unit is cut into ``meta["period"]`` pieces that
         cover the equal-cost paths.
+    groups : {'auto', 'meta', 'switch'} or list of lists of int
+        Where the groups come from (:data:`GROUPINGS`, :func:`two_level_groupings`):
+        'auto' (default) plans every source that applies (boxes, pods or leaves named
+        by the topology; ranks behind one switch) and keeps the fastest
+        (``meta["grouping"]``); or the groups themselves, as ranks.
 
     Raises
     ------
     NotSupportedError
         If the ranks do not form equal groups of at least two, or on a bad option.
     TopologyError
-        If ``ranks`` names a rank outside the topology or repeats one.
+        If ``ranks`` names a rank outside the topology or repeats one, or given
+        ``groups`` miss, repeat or add a rank.
 """
 
 
 def two_level_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                         size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                        steps: int | None = None, units: int | None = None) -> Schedule:
+                        steps: int | None = None, units: int | None = None,
+                        groups: str | Sequence[Sequence[int]] = "auto") -> Schedule:
     """Return the two-level pipelined allgather: rails between groups overlapped with
     the direct exchange inside each group (module docstring).
     {params}
@@ -449,13 +533,13 @@ def two_level_allgather(topology: Topology, *, ranks: Sequence[int] | None = Non
     >>> s.meta["groups"], s.num_steps <= 8
     ('4x4', True)
     """
-    return _build(topology, ranks, "allgather", size, alpha, steps, units)
+    return _build(topology, ranks, "allgather", size, alpha, steps, units, groups)
 
 
 def two_level_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                              size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                             steps: int | None = None, units: int | None = None
-                             ) -> Schedule:
+                             steps: int | None = None, units: int | None = None,
+                             groups: str | Sequence[Sequence[int]] = "auto") -> Schedule:
     """Return the two-level pipelined reduce-scatter: the time-reverse of the two-level
     allgather planned on the reversed graph (parameters as
     :func:`two_level_allgather`).
@@ -467,12 +551,13 @@ def two_level_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None 
     >>> s.collective.kind, s.step(0)[0].op.name
     ('reduce_scatter', 'REDUCE')
     """
-    return _build(topology, ranks, "reduce_scatter", size, alpha, steps, units)
+    return _build(topology, ranks, "reduce_scatter", size, alpha, steps, units, groups)
 
 
 def two_level_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                         size: float = DEFAULT_SIZE, alpha: float = 0.0,
-                        steps: int | None = None, units: int | None = None) -> Schedule:
+                        steps: int | None = None, units: int | None = None,
+                        groups: str | Sequence[Sequence[int]] = "auto") -> Schedule:
     """Return the two-level pipelined allreduce: :func:`two_level_reduce_scatter` then
     :func:`two_level_allgather` on ``p`` shards (parameters as
     :func:`two_level_allgather`; both halves use the same units).
@@ -484,7 +569,7 @@ def two_level_allreduce(topology: Topology, *, ranks: Sequence[int] | None = Non
     >>> s.collective.kind, s.meta["groups"], s.meta["groups_rs"]
     ('allreduce', '2x2', '2x2')
     """
-    return _build(topology, ranks, "allreduce", size, alpha, steps, units)
+    return _build(topology, ranks, "allreduce", size, alpha, steps, units, groups)
 
 
 two_level_allgather.__doc__ = two_level_allgather.__doc__.format(params=_PARAMS)
