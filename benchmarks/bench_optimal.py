@@ -124,7 +124,8 @@ MORE = ["fattree:k=4,oversub=2", "fattree:k=8,oversub=4",
         "rrg:32,d=3,seed=1", "rrg:64,d=4,seed=1", "ring:128"]
 #: One letter per default choice in the table.
 CHOICE = {"batches": "b", "timed": "t", "spread": "s", "swing": "w",
-          "mirrored_recursive_doubling": "m", "two_level": "l", "deep_batches": "d"}
+          "mirrored_recursive_doubling": "m", "two_level": "l", "deep_batches": "d",
+          "halfway_ring": "r"}
 
 
 def run_timed(spec: str) -> dict:
@@ -213,7 +214,7 @@ def _timed_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound: AG batches (3k budget), AG "
           "timed (`pipeline=\"timed\"`), and the default (`auto`) per collective with its "
           "choice (b batches, t timed, s spread direct, w swing, m mirrored recursive "
-          "doubling, l two-level, d deeper batches); seconds = synthesis wall time "
+          "doubling, l two-level, d deeper batches, r halfway ring); seconds = synthesis wall time "
           "(2 shared cores)\n")
     print("| topology | ranks | AG batches | AG timed | timed steps | timed gap | AG timed s "
           "| AG default | RS default | AR default | default choice AG/RS/AR | AG / RS / AR s |")

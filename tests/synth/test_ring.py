@@ -74,3 +74,52 @@ def test_registry_lists_every_ring():
         for kind in ("allgather", "reduce_scatter", "allreduce"):
             assert (name, kind) in names
             assert_correct(find_synthesizer(name, kind)(ring(6)), ring(6))
+
+
+# ---- variant="halfway": whole blocks half way round each direction
+@pytest.mark.parametrize("func", BI, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("p", range(1, 10))
+def test_halfway_correct_for_every_p(func, p):
+    from topocoll.topology import star
+
+    t = ring(p) if p > 1 else star(2)
+    s = func(t, ranks=list(range(p)), variant="halfway")
+    assert_correct(s)
+    assert s.num_steps == _passes(func) * (p // 2)
+    assert s.meta["variant"] == "halfway"
+
+
+@pytest.mark.parametrize("p", [5, 6, 9, 16])
+def test_halfway_moves_the_same_bytes_per_link_as_halves(p):
+    from topocoll.synth._common import step_loads
+
+    t = ring(p)
+    for func in BI:
+        a = step_loads(func(t, variant="halves"), t, 1.0)[0].sum(axis=0)
+        b = step_loads(func(t, variant="halfway"), t, 1.0)[0].sum(axis=0)
+        assert np.allclose(a, b) and np.allclose(a, a.max())   # every link equally
+
+
+def test_halfway_halves_the_latency_terms_on_a_long_ring():
+    from topocoll.collective import make_collective
+    from topocoll.cost import AlphaBeta
+    from topocoll.cost.bounds import cut_bound
+
+    t = ring(128)                                   # 50 GB/s, 1 us links
+    M = 2.0**30
+    bound = cut_bound(make_collective("allgather", tuple(range(128))), t, M,
+                      method="exact").time
+    ratio = {v: AlphaBeta(bound=False).evaluate(bidirectional_ring_allgather(t, variant=v),
+                                                t, M).time / bound
+             for v in ("halves", "halfway")}
+    assert ratio["halfway"] == pytest.approx(1 + 64e-6 / bound, rel=1e-9)   # 64 hops of 1 us
+    assert ratio["halves"] == pytest.approx(1 + 127e-6 / bound, rel=1e-9)
+    s = find_synthesizer("optimal", "allgather")(t)             # the default takes it
+    assert s.meta["pipeline"] == "halfway_ring"
+
+
+def test_bad_variant_names_the_field():
+    from topocoll.errors import NotSupportedError
+
+    with pytest.raises(NotSupportedError, match="variant"):
+        bidirectional_ring_allgather(ring(4), variant="half")

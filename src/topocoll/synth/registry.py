@@ -25,6 +25,9 @@ from . import (
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
 
 
+_RING_VARIANTS = {"variant": ring.VARIANTS}
+
+
 def _always(topology: Topology, group: tuple[int, ...]) -> str | None:
     return None
 
@@ -114,9 +117,12 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("ring", "allgather", ring.ring_allgather),
     Synthesizer("ring", "reduce_scatter", ring.ring_reduce_scatter),
     Synthesizer("ring", "allreduce", ring.ring_allreduce),
-    Synthesizer("bidirectional_ring", "allgather", ring.bidirectional_ring_allgather),
-    Synthesizer("bidirectional_ring", "reduce_scatter", ring.bidirectional_ring_reduce_scatter),
-    Synthesizer("bidirectional_ring", "allreduce", ring.bidirectional_ring_allreduce),
+    Synthesizer("bidirectional_ring", "allgather", ring.bidirectional_ring_allgather,
+                tunables=_RING_VARIANTS),
+    Synthesizer("bidirectional_ring", "reduce_scatter", ring.bidirectional_ring_reduce_scatter,
+                tunables=_RING_VARIANTS),
+    Synthesizer("bidirectional_ring", "allreduce", ring.bidirectional_ring_allreduce,
+                tunables=_RING_VARIANTS),
     Synthesizer("recursive_doubling", "allgather", recursive.recursive_doubling_allgather),
     Synthesizer("recursive_doubling", "allreduce", recursive.recursive_doubling_allreduce),
     Synthesizer("recursive_halving", "reduce_scatter",

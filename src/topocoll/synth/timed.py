@@ -405,7 +405,9 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
     the bound in one step per part on full-bisection switched fabrics); on fabrics whose
     ranks form equal groups behind switches or in boxes, the two-level schedule
     (``two_level``, planned for ``size`` and ``alpha``: rails overlapped with the
-    in-group exchange, the bound in a few steps on oversubscribed two-tier fabrics); the
+    in-group exchange, the bound in a few steps on oversubscribed two-tier fabrics);
+    where the ring order runs over links both ways, the bidirectional ring with whole
+    blocks half way round (``halfway_ring``: half the latency terms of the ring); the
     multi-port butterflies (``swing``, ``mirrored_recursive_doubling``: the bound in
     ``log2 p`` steps on tori and hypercubes). Groups of more than
     :data:`AUTO_MAX_PORTFOLIO` ranks get none."""
@@ -418,15 +420,28 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
         return
     options = {"spread": ("direct", {"paths": "spread"}),
                "two_level": ("two_level", {"size": size, "alpha": alpha}),
+               "halfway_ring": ("bidirectional_ring", {"variant": "halfway"}),
                "swing": ("swing", {}),
                "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {})}
     if not topology.num_switches or N * (N - 1) > SPREAD_BUDGET:
         del options["spread"]
+    if not _ring_of_links(topology, group):
+        del options["halfway_ring"]
     for label, (name, kw) in options.items():
         try:
             yield label, find_synthesizer(name, kind)(topology, ranks=group, **kw)
         except NotSupportedError:
             continue
+
+
+def _ring_of_links(topology: Topology, group: tuple[int, ...]) -> bool:
+    """Whether consecutive members of the ring order are joined by links both ways."""
+    from ._common import resolve_order
+
+    o = resolve_order(topology, group, None).tolist()
+    pairs = {(lk.src, lk.dst) for lk in topology.links}
+    return all((a, b) in pairs and (b, a) in pairs
+               for a, b in zip(o, o[1:] + o[:1], strict=True))
 
 
 def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
