@@ -10,7 +10,7 @@ import pytest
 
 from topocoll.errors import NotSupportedError, ScheduleError
 from topocoll.export.msccl import DIALECTS, MscclLimits, from_msccl_xml, to_msccl_xml
-from topocoll.synth import SYNTHESIZERS
+from topocoll.synth import SYNTHESIZERS, find_synthesizer
 from topocoll.topology.spec import parse_spec
 from topocoll.verification import verify
 
@@ -83,6 +83,12 @@ def test_round_trip_verifies(syn, spec):
         # nothing lost: the same chunks cross the same pairs
         assert back.num_transfers >= len({(a, b) for a, b in zip(s.src, s.dst, strict=True)})
         assert back.chunk_counts().sum() == s.chunk_counts().sum()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_level_round_trip_on_racks(kind):
+    syn = find_synthesizer("two_level", kind)
+    test_round_trip_verifies(syn, "twotier:racks=3,hosts=2,oversub=2")
 
 
 def test_dialect_spelling():

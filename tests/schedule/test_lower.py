@@ -24,7 +24,7 @@ from topocoll.topology.spec import parse_spec
 
 SPECS = [f"ring:{p}" for p in range(2, 10)] + [
     "torus:3x4", "hier:ring(2)x switch(3)", "hier:ring(2)x ring(4)",
-    "hier:fc(2)x ring(3)x switch(2)"]
+    "hier:fc(2)x ring(3)x switch(2)", "twotier:racks=3,hosts=2,oversub=2"]
 
 
 def execute(program, seed=0):
