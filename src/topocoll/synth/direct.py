@@ -66,22 +66,37 @@ def spread_split(topology: Topology, group: Sequence[int]) -> int:
     >>> spread_split(fat_tree(4), range(16))     # 2 x 2 paths between pods
     4
     """
-    from ..topology.routing import spread_paths
 
     g = np.asarray(tuple(group), dtype=np.int64)
     p = len(g)
     if p < 2:
         return 1
     i, j = _pairs(p)
-    _, _, span = spread_paths(topology, np.stack([g[i], g[j]], axis=1),
-                              np.zeros(len(i), dtype=np.int64), spans=True)
+    q = spread_period(topology, g[i], g[j], SPREAD_MAX_SPLIT)
+    return max(1, min(q, SPREAD_BUDGET // (p * (p - 1))))
+
+
+def spread_period(topology: Topology, src: np.ndarray, dst: np.ndarray, cap: int) -> int:
+    """Pieces that cover every pair's equal-cost shortest paths evenly: the least common
+    multiple of the pairs' path counts; if that exceeds ``cap``, the largest count,
+    capped.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fat_tree
+    >>> spread_period(fat_tree(4), np.array([0, 0]), np.array([1, 15]), 64)   # 1 and 4
+    4
+    """
+    from ..topology.routing import spread_paths
+
+    _, _, span = spread_paths(topology, np.stack([src, dst], axis=1),
+                              np.zeros(len(src), dtype=np.int64), spans=True)
     q = 1
     for c in np.unique(span).tolist():
         q = math.lcm(q, int(c))
-        if q > SPREAD_MAX_SPLIT:
-            q = min(int(span.max()), SPREAD_MAX_SPLIT)
-            break
-    return max(1, min(q, SPREAD_BUDGET // (p * (p - 1))))
+        if q > cap:
+            return min(int(span.max()), cap)
+    return q
 
 
 def spread_transfers(topology: Topology, src: np.ndarray, dst: np.ndarray, k: np.ndarray,

@@ -182,7 +182,7 @@ class _Frame:
     """Pairs and blocks of the two phases on one topology (allgather direction)."""
 
     def __init__(self, topology: Topology, group: tuple[int, ...], groups: list[list[int]]):
-        from ..topology.routing import spread_paths
+        from .direct import spread_period
 
         self.topology, self.group = topology, group
         blk = {r: b for b, r in enumerate(group)}
@@ -210,15 +210,7 @@ class _Frame:
                           dtype=np.int64).reshape(R, R - 1)
         self.b_remote = G[others[b_r], b_i[:, None]]             # (nB, R - 1) blocks
         self.b_own = b_src
-        _, _, span = spread_paths(topology, np.stack([self.src, self.dst], axis=1),
-                                  np.zeros(len(self.src), dtype=np.int64), spans=True)
-        q = 1
-        for c in np.unique(span).tolist():
-            q = math.lcm(q, int(c))
-            if q > MAX_PERIOD:
-                q = min(int(span.max()), MAX_PERIOD)
-                break
-        self.period = q
+        self.period = spread_period(topology, self.src, self.dst, MAX_PERIOD)
 
     def entries(self, a: tuple[int, int], b: tuple[int, int], c: tuple[int, int], Q: int):
         """``(k, m, chunk)`` of one step: rail pieces ``a[0]:a[1]``, received pieces
