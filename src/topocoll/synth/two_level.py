@@ -4,7 +4,7 @@ exchange inside each group.
 A *group* is a set of ranks behind one switch or in one box: a rack under its top-of-rack
 switch, the hosts of a leaf, a pod, a multi-GPU box (``topology.meta["groups"]``, else
 the ranks whose every link goes to the same switch). With ``R`` groups of ``h`` ranks,
-member ``i`` of group ``r`` written ``(r, i)``, the allgather has two phases:
+member ``i`` of group ``r`` written ``(r, i)``, the allgather has two phases [1]_:
 
 rail phase
     ``(r, i)`` sends its block to ``(r', i)`` for every ``r' != r``. Each group's
@@ -23,19 +23,20 @@ every block, the local phase a fraction ``y_s`` of the received blocks (only uni
 rail transfer finished in an earlier step) and ``z_s`` of the rank's own block (no
 prerequisite). A linear program over these fractions, with one constraint per link and
 step (the step lasts as long as its busiest link), gives the fastest overlap for a given
-number of steps [1]_; the fractions are then rounded to whole units. On a two-tier
-fabric with oversubscription the first steps carry mostly rail traffic with the own
-block's local exchange alongside, later steps mostly local traffic, and the total
-reaches the cut bound within a few steps.
+number of steps; the same program with whole unit counts (a HiGHS MIP of ``3 S``
+integers) rounds it exactly. On a two-tier fabric with oversubscription the first steps
+carry mostly rail traffic with the own block's local exchange alongside, later steps
+mostly local traffic, and the total reaches the cut bound within a few steps.
 
 The reduce-scatter is the time-reverse of the allgather built on the reversed graph;
 the allreduce is the reduce-scatter followed by the allgather.
 
 References
 ----------
-.. [1] Cai et al., "Synthesizing optimal collective algorithms" (TACCL-style two-level
-   and rail-aligned decompositions), and NVIDIA NCCL's rail-optimized hierarchical
-   collectives; the overlap LP is ours.
+.. [1] Shah et al., "TACCL: Guiding collective algorithm synthesis using communication
+   sketches", NSDI 2023: inter-node phases between same-index GPUs ("rails") with
+   intra-node phases, there chosen by a human sketch and a MILP; here fixed, with only
+   the overlap of the two phases optimized, by a program small enough to solve exactly.
 """
 
 from __future__ import annotations
