@@ -448,11 +448,12 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
               parts: list, size: float, alpha: float, steps: int | None) -> Schedule:
     """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
     bounds: :func:`batches_time`, :func:`~topocoll.synth._common.model_time`), of
-    ``batched``, the :func:`structured_candidates`, the batches pipeline with the
-    transfer budget :data:`AUTO_DEEP_BUDGET` (``deep_batches``) and, where
-    :func:`timed_in_reach`, the timed schedule. Stops at the first that is within
+    ``batched``, the :func:`structured_candidates`, where :func:`timed_in_reach` the
+    timed schedule, and the batches pipeline with the transfer budget
+    :data:`AUTO_DEEP_BUDGET` (``deep_batches``). Stops at the first that is within
     :data:`AUTO_SLACK` of the exact bound, in that order (the timed LP costs seconds; the
-    others milliseconds to a second).
+    others milliseconds to a second; the deeper batches come last because the timed
+    schedule, where in reach, is as fast to build and closer).
     ``parts``: ``(rows, P, units, reversed)`` of each allgather-shaped part of
     ``batched``. The choice and the times of the candidates weighed, as fractions of the
     bound, go to ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
@@ -476,14 +477,6 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             best, t_best, label = s, weighed[name], name
         if t_best <= bound * (1 + AUTO_SLACK):
             break
-    if t_best > bound * (1 + AUTO_SLACK):
-        deep = find_synthesizer("optimal", kind)(topology, ranks=group, pipeline="batches",
-                                                 budget=AUTO_DEEP_BUDGET, size=size,
-                                                 alpha=alpha)
-        if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
-            weighed["deep_batches"] = model_time(deep, topology, size, alpha)
-            if weighed["deep_batches"] < t_best:
-                best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
     if t_best > bound * (1 + AUTO_SLACK) and timed_in_reach(topology, group):
         s, t_t = timed_schedule(kind, topology, group, size, alpha, steps,
                                 budget=AUTO_BUDGET)
@@ -492,6 +485,14 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             best, t_best, label = s, t_t, "timed"
         else:
             extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
+    if t_best > bound * (1 + AUTO_SLACK):
+        deep = find_synthesizer("optimal", kind)(topology, ranks=group, pipeline="batches",
+                                                 budget=AUTO_DEEP_BUDGET, size=size,
+                                                 alpha=alpha)
+        if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
+            weighed["deep_batches"] = model_time(deep, topology, size, alpha)
+            if weighed["deep_batches"] < t_best:
+                best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
     others = ", ".join(f"{k} {v / bound:.4f}" for k, v in weighed.items() if k != label)
     note = f"{label} ({t_best / bound:.4f} of the bound" + (f"; {others})" if others else ")")
     meta = {**best.meta, **extra, "auto": note}
