@@ -246,3 +246,12 @@ def test_auto_weighs_deeper_batches_on_sparse_random_graphs():
     assert _ratio(shallow, t, "allgather") > 3
     assert 1 - 1e-9 <= _ratio(s, t, "allgather") <= 1.06
     assert verify(s, t).ok
+
+
+def test_deeper_batches_budget_is_per_part():
+    # the allreduce has two allgather-shaped parts: as deep a pipeline as the allgather
+    t = parse_spec("rrg:32,d=3,seed=1")
+    ag = find_synthesizer("optimal", "allgather")(t)
+    ar = find_synthesizer("optimal", "allreduce")(t)
+    assert ar.meta["auto"].startswith("deep_batches") and ar.meta["batches"] == ag.meta["batches"]
+    assert _ratio(ar, t, "allreduce") <= _ratio(ag, t, "allgather") * (1 + 1e-3)

@@ -318,9 +318,10 @@ AUTO_MAX_SYMMETRIC = MAX_RANKS
 AUTO_SLACK = 0.005
 #: Horizon-search budget (s) per allgather-shaped part under ``pipeline="auto"``.
 AUTO_BUDGET = 10.0
-#: Transfer budget of the deeper batches pipeline ``pipeline="auto"`` weighs when the
-#: default batches (``TRANSFER_BUDGET``) are not within :data:`AUTO_SLACK` (on sparse
-#: random graphs the default budget leaves one batch: 3.4x the bound on rrg:64).
+#: Transfer budget per allgather-shaped part (the allreduce has two) of the deeper
+#: batches pipeline that ``pipeline="auto"`` weighs when the default batches
+#: (``TRANSFER_BUDGET``) are not within :data:`AUTO_SLACK` (on sparse random graphs the
+#: default budget leaves one batch: 3.4x the bound on rrg:64).
 AUTO_DEEP_BUDGET = 400_000
 #: Largest group for which ``pipeline="auto"`` weighs the :func:`structured_candidates`.
 AUTO_MAX_PORTFOLIO = 1024
@@ -487,8 +488,8 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
     if t_best > bound * (1 + AUTO_SLACK):
         deep = find_synthesizer("optimal", kind)(topology, ranks=group, pipeline="batches",
-                                                 budget=AUTO_DEEP_BUDGET, size=size,
-                                                 alpha=alpha)
+                                                 budget=AUTO_DEEP_BUDGET * len(_parts(kind)),
+                                                 size=size, alpha=alpha)
         if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
             weighed["deep_batches"] = model_time(deep, topology, size, alpha)
             if weighed["deep_batches"] < t_best:
