@@ -223,3 +223,25 @@ def test_asymmetric_link_named_topology():
         assert verify(s, t, collect=True).ok
         ratio = AlphaBeta(bound=False).evaluate(s, t, M).time / _bound(kind, t, (0, 1, 2, 3))
         assert 1 - 1e-9 <= ratio <= 1.01, (kind, ratio)
+
+
+def test_in_group_exchange_stays_off_the_shared_switch():
+    # DGX boxes: GPU to GPU inside a box over the NVSwitch, never through the NIC fabric
+    # that the rails use (both are two hops)
+    from topocoll.topology import parse_spec
+
+    t = parse_spec("dgx:2,gpus=4,fabric=switch")       # every NIC on one switch
+    g = tuple(range(8))
+    box = {r: k for k, grp in enumerate(two_level_groups(t, g)) for r in grp}
+    shared = {lk.dst for lk in t.links if t.is_switch(lk.dst) and not t.is_switch(lk.src)
+              and {box[x.src] for x in t.links if x.dst == lk.dst and x.src < 8} == {0, 1}}
+    assert shared
+    s = two_level_allgather(t, units=2)
+    inside = 0
+    for step in s.steps:
+        for tr in step:
+            if box[tr.src] == box[tr.dst]:
+                inside += 1
+                assert tr.path is not None and not set(tr.path) & shared, tr
+    assert inside
+    assert_correct(s)

@@ -179,6 +179,48 @@ def _reversed(topology: Topology) -> Topology:
                     routing=topology.routing, meta=dict(topology.meta))
 
 
+def _inside(topology: Topology, group: tuple[int, ...], groups: list[list[int]],
+            src: np.ndarray, dst: np.ndarray) -> Topology:
+    """The fabric the in-group exchange may use: without the switches that ranks of
+    different groups (or non-participants) share, so that it leaves the NICs and the
+    uplinks to the rails (a DGX box talks over its NVSwitch, not over the NIC fabric).
+    The whole topology if that would cut some pair of a group apart. Paths found on it
+    are paths of ``topology``."""
+    from ..topology.routing import spread_paths
+
+    where = {r: k for k, g in enumerate(groups) for r in g}
+    seen: dict[int, set] = {}
+    for lk in topology.links:
+        for a, b in ((lk.src, lk.dst), (lk.dst, lk.src)):
+            if topology.is_switch(a) and not topology.is_switch(b):
+                seen.setdefault(a, set()).add(where.get(b, -1))
+    shared = {sw for sw, ks in seen.items() if len(ks) > 1}
+    if not shared:
+        return topology
+    # every link at a shared switch becomes a chain of three (two dummy switches after
+    # the real nodes), so that minimum-hop paths inside a group avoid it where they can;
+    # the topology stays connected and every real node keeps its id
+    links, extra = [], 0
+    n = topology.num_nodes
+    for lk in topology.links:
+        if lk.src in shared or lk.dst in shared:
+            a, b = n + extra, n + extra + 1
+            extra += 2
+            links += [Link(lk.src, a, lk.bandwidth, lk.latency), Link(a, b, lk.bandwidth, 0.0),
+                      Link(b, lk.dst, lk.bandwidth, 0.0)]
+        else:
+            links.append(lk)
+    inside = Topology(topology.name + " (in-group)", topology.num_ranks,
+                      topology.num_switches + extra, tuple(links),
+                      tuple(topology.node_latency) + (0.0,) * extra if topology.node_latency
+                      else (), routing=topology.routing)
+    _, nodes = spread_paths(inside, np.stack([src, dst], axis=1),
+                            np.zeros(len(src), np.int64))
+    if (nodes >= n).any():                 # a group is joined only through a shared switch
+        return topology
+    return inside
+
+
 class _Frame:
     """Pairs and blocks of the two phases on one topology (allgather direction)."""
 
@@ -211,7 +253,10 @@ class _Frame:
                           dtype=np.int64).reshape(R, R - 1)
         self.b_remote = G[others[b_r], b_i[:, None]]             # (nB, R - 1) blocks
         self.b_own = b_src
-        self.period = spread_period(topology, self.src, self.dst, MAX_PERIOD)
+        self.inside = _inside(topology, group, groups, self.src[self.nA:], self.dst[self.nA:])
+        self.period = math.lcm(
+            spread_period(topology, self.src[:self.nA], self.dst[:self.nA], MAX_PERIOD),
+            spread_period(self.inside, self.src[self.nA:], self.dst[self.nA:], MAX_PERIOD))
 
     def entries(self, a: tuple[int, int], b: tuple[int, int], c: tuple[int, int], Q: int):
         """``(k, m, chunk)`` of one step: rail pieces ``a[0]:a[1]``, received pieces
@@ -248,9 +293,18 @@ class _Frame:
             if all(x == y for x, y in rng):
                 continue
             k, m, ch = self.entries(*rng, Q)
-            src, dst, chunks, paths = spread_transfers(self.topology, self.src, self.dst,
-                                                       k, m, ch, Q)
-            b.new_step().add_many(src, dst, chunks, Op.COPY, paths)
+            parts = []
+            for topo, sel in ((self.topology, k < self.nA), (self.inside, k >= self.nA)):
+                if sel.any():
+                    parts.append(spread_transfers(topo, self.src, self.dst, k[sel], m[sel],
+                                                  ch[sel], Q))
+            src = np.concatenate([x[0] for x in parts])
+            dst = np.concatenate([x[1] for x in parts])
+            ids = np.concatenate([x[2][1] for x in parts])
+            ptr = np.concatenate([[0], np.cumsum(np.concatenate(
+                [np.diff(x[2][0]) for x in parts]))])
+            b.new_step().add_many(src, dst, (ptr, ids), Op.COPY,
+                                  [path for x in parts for path in x[3]])
         return b.build(name=name, meta=meta)
 
     def unit_rates(self) -> tuple[np.ndarray, float]:
