@@ -50,21 +50,26 @@ class CompareRow:
 
 def _candidates(syn: Synthesizer, topology: Topology, group: tuple[int, ...],
                 sizes: Sequence[float]) -> list[dict[str, Any]]:
-    if syn.name == "two_level":          # its step fractions are planned for one size
-        return [{"size": int(max(sizes))}]
-    if not syn.tunables:
-        return [{}]
-    p = len(group)
-    keys = sorted(syn.tunables)
-    values = [[v for v in syn.tunables[k] if not (k == "pipeline" and v > max(1, 4 * p))]
-              for k in keys]
-    out = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+    out = _grid(syn, group)
+    if syn.sized:                        # planned for one size: the largest compared
+        out = [{**c, "size": int(max(sizes))} for c in out]
     if syn.name == "optimal" and syn.kind in ("allgather", "reduce_scatter", "allreduce"):
         # the default choice among batches, timed trees (where in reach), spread direct
         # and butterflies: shaped for the largest size, costed at every size like the
         # batched pipelines
         out.append({"pipeline": "auto", "size": int(max(sizes))})
     return out
+
+
+def _grid(syn: Synthesizer, group: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Every combination of ``syn``'s tunables (pipeline depths up to ``4 p``)."""
+    if not syn.tunables:
+        return [{}]
+    p = len(group)
+    keys = sorted(syn.tunables)
+    values = [[v for v in syn.tunables[k] if not (k == "pipeline" and v > max(1, 4 * p))]
+              for k in keys]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
 #: Once a tuned schedule has more transfers than this, larger pipeline depths

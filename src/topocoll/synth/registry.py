@@ -97,6 +97,9 @@ class Synthesizer:
         ``applies(topology, group) -> None`` if the algorithm applies, else a reason.
     tunables : mapping
         Option name -> candidate values that ``topocoll compare`` tries, keeping the best.
+    sized : bool
+        The schedule is planned for a message size (option ``size``); ``topocoll
+        compare`` plans it for the largest size it compares.
     """
 
     name: str
@@ -104,6 +107,7 @@ class Synthesizer:
     func: Callable[..., Schedule]
     applies: Callable[[Topology, tuple[int, ...]], str | None] = _always
     tunables: Mapping[str, tuple] = field(default_factory=dict)
+    sized: bool = False
 
     def __call__(self, topology: Topology, **options) -> Schedule:
         reason = self.applies(topology, tuple(options.get("ranks") or range(topology.num_ranks)))
@@ -140,10 +144,12 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("direct", "alltoall", direct.direct_alltoall),
     Synthesizer("pairwise", "alltoall", direct.pairwise_alltoall),
     Synthesizer("parameter_server", "allreduce", direct.parameter_server_allreduce),
-    Synthesizer("two_level", "allgather", two_level.two_level_allgather, _two_level_applies),
+    Synthesizer("two_level", "allgather", two_level.two_level_allgather, _two_level_applies,
+                sized=True),
     Synthesizer("two_level", "reduce_scatter", two_level.two_level_reduce_scatter,
-                _two_level_applies),
-    Synthesizer("two_level", "allreduce", two_level.two_level_allreduce, _two_level_applies),
+                _two_level_applies, sized=True),
+    Synthesizer("two_level", "allreduce", two_level.two_level_allreduce, _two_level_applies,
+                sized=True),
     Synthesizer("hierarchical", "allgather", hierarchical.hierarchical_allgather,
                 _hierarchical_applies),
     Synthesizer("hierarchical", "reduce_scatter", hierarchical.hierarchical_reduce_scatter,

@@ -43,6 +43,7 @@ from ..topology.timedlp import MAX_RANKS, MAX_STEPS, TimedLP, invariant_lp, time
 from ..topology.timedprice import Net, packing_seeds
 from ._common import require
 from .forest_rows import _loopless
+from .two_level import DEFAULT_SIZE
 
 __all__ = ["TimedPlan", "timed_plan", "build_timed", "rounding_slack", "TIMED_RESOLUTIONS",
            "TIMED_TIME_LIMIT", "timed_in_reach"]
@@ -399,7 +400,7 @@ def batches_time(topology: Topology, rows, P: int, units, per_root_bytes: float,
 
 
 def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
-                          size: float = 2.0**30, alpha: float = 0.0):
+                          size: float = DEFAULT_SIZE, alpha: float = 0.0):
     """``(label, schedule)`` of the one-pass constructions that ``pipeline="auto"`` also
     weighs when the trees are not within :data:`AUTO_SLACK` of the bound: on fabrics with
     switches, the direct schedule with pieces spread over equal-cost paths (``spread``:
