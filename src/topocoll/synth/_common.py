@@ -10,8 +10,8 @@ from ..errors import NotSupportedError, TopologyError
 from ..schedule import Schedule
 from ..topology import Topology
 
-__all__ = ["resolve_group", "resolve_order", "block_index", "require", "step_loads",
-           "model_time"]
+__all__ = ["resolve_group", "resolve_order", "block_index", "require", "gather_parts",
+           "step_loads", "model_time"]
 
 
 def resolve_group(topology: Topology, ranks: Sequence[int] | None) -> tuple[int, ...]:
@@ -59,6 +59,17 @@ def require(condition: bool, message: str) -> None:
     """Raise :class:`NotSupportedError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise NotSupportedError(message)
+
+
+def gather_parts(kind: str) -> tuple[bool, ...]:
+    """The allgather-shaped parts of ``kind``, in run order: True for a reduce-scatter
+    (an allgather of the reversed graph run backwards), False for an allgather.
+
+    >>> gather_parts("allreduce")
+    (True, False)
+    """
+    return {"allgather": (False,), "reduce_scatter": (True,),
+            "allreduce": (True, False)}[kind]
 
 
 def step_loads(schedule: Schedule, topology: Topology, size: float

@@ -66,7 +66,6 @@ def spread_split(topology: Topology, group: Sequence[int]) -> int:
     >>> spread_split(fat_tree(4), range(16))     # 2 x 2 paths between pods
     4
     """
-
     g = np.asarray(tuple(group), dtype=np.int64)
     p = len(g)
     if p < 2:

@@ -17,7 +17,7 @@ from ..collective import Collective
 from ..errors import NotSupportedError
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
-from ._common import block_index, resolve_group, resolve_order
+from ._common import block_index, gather_parts, resolve_group, resolve_order
 
 __all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce",
            "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",
@@ -66,7 +66,7 @@ def _ring(topology, ranks, order, kind, directions, name) -> Schedule:
     blk = block_index(group, o)
     split = len(directions)
     meta = {"order": ",".join(map(str, o.tolist()))}
-    phases = {"allreduce": (True, False), "reduce_scatter": (True,), "allgather": (False,)}[kind]
+    phases = gather_parts(kind)
     coll = Collective(kind, group, len(group) * split if kind == "allreduce" else split)
     b = ScheduleBuilder(coll)
     _ring_steps(b, o, blk, phases=phases, directions=directions, split=split)
@@ -169,16 +169,15 @@ def _halfway(topology, ranks, order, kind: str) -> Schedule:
         for h, d in enumerate((1, -1)):
             origin = blk[(pos - d * (s - 1)) % p]       # block forwarded at position i
             if p % 2 == 0 and s == S:                   # the opposite rank: half each way
-                c = [(2 * origin + h)[:, None]]
+                chunks.append((2 * origin + h)[:, None])
             else:
-                c = [np.stack([2 * origin, 2 * origin + 1], axis=1)]
+                chunks.append(np.stack([2 * origin, 2 * origin + 1], axis=1))
             src.append(o[pos])
             dst.append(o[(pos + d) % p])
-            chunks.append(c[0])
-        src, dst = np.concatenate(src), np.concatenate(dst)
         ch = np.concatenate(chunks, axis=0)
         ptr = np.arange(0, ch.size + 1, ch.shape[1], dtype=np.int64)
-        b.new_step().add_many(src, dst, (ptr, ch.reshape(-1)), Op.COPY)
+        b.new_step().add_many(np.concatenate(src), np.concatenate(dst), (ptr, ch.reshape(-1)),
+                              Op.COPY)
     ag = b.build(name="bidirectional_ring", meta=meta)
     if kind == "allgather":
         return ag

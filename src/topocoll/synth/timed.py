@@ -41,7 +41,7 @@ from ..topology.packing import optimal_packing
 from ..topology.symmetry import rank_symmetry
 from ..topology.timedlp import MAX_RANKS, MAX_STEPS, TimedLP, invariant_lp, timed_lp
 from ..topology.timedprice import Net, packing_seeds
-from ._common import require
+from ._common import gather_parts, require
 from .forest_rows import _loopless
 from .two_level import DEFAULT_SIZE
 
@@ -346,12 +346,6 @@ def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
     return N <= AUTO_MAX_RANKS or len(rank_symmetry(topology, group).reps) < N
 
 
-def _parts(kind: str) -> tuple[bool, ...]:
-    """The allgather-shaped parts of ``kind``: reversed graph or not, in run order."""
-    return {"allgather": (False,), "reduce_scatter": (True,),
-            "allreduce": (True, False)}[kind]
-
-
 def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: float,
                    alpha: float, steps: int | None, plans: dict | None = None,
                    budget: float = TIMED_BUDGET) -> tuple[Schedule, float]:
@@ -362,13 +356,13 @@ def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: 
 
     plans = {} if plans is None else plans
     R = None
-    for rev in _parts(kind):
+    for rev in gather_parts(kind):
         if rev not in plans or (R is not None and plans[rev].resolution != R):
             plans[rev] = timed_plan(topology, group, size, alpha, reverse=rev, steps=steps,
                                     resolution=R, budget=budget)
         R = plans[rev].resolution
     parts, info = [], {}
-    for rev in _parts(kind):
+    for rev in gather_parts(kind):
         p = plans[rev]
         s = build_timed(group, p)
         if rev:
@@ -376,7 +370,7 @@ def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: 
         parts.append(s)
         info.update({k + ("_rs" if rev and kind == "allreduce" else ""): v
                      for k, v in meta(p).items()})
-    total = sum(plans[rev].model_time for rev in _parts(kind))
+    total = sum(plans[rev].model_time for rev in gather_parts(kind))
     if kind == "allreduce":
         s = concat(parts, allreduce(group, split=len(group) * R), name="optimal", meta=info)
     else:
@@ -468,7 +462,7 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
     t_b = sum(batches_time(topology, rows, P, u, size / len(group), alpha, rev)
               for rows, P, u, rev in parts)
     bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
-                / len(group) for rev in _parts(kind))
+                / len(group) for rev in gather_parts(kind))
     if t_b <= bound * (1 + AUTO_SLACK):
         return batched
     best, t_best, label, extra = batched, t_b, "batches", {}
@@ -489,7 +483,7 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
     if t_best > bound * (1 + AUTO_SLACK):
         deep = find_synthesizer("optimal", kind)(topology, ranks=group, pipeline="batches",
-                                                 budget=AUTO_DEEP_BUDGET * len(_parts(kind)),
+                                                 budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)),
                                                  size=size, alpha=alpha)
         if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
             weighed["deep_batches"] = model_time(deep, topology, size, alpha)

@@ -50,7 +50,7 @@ from ..collective import allgather, allreduce, reduce_scatter
 from ..errors import NotSupportedError, TopologyError
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Link, Topology
-from ._common import require, resolve_group, step_loads
+from ._common import gather_parts, require, resolve_group, step_loads
 
 __all__ = ["two_level_groups", "two_level_groupings", "two_level_unsupported_reason",
            "two_level_allgather",
@@ -492,7 +492,7 @@ def _build(topology: Topology, ranks, kind: str, size: float, alpha: float,
     options = {k: g for k, g in found.items() if not isinstance(g, str)}
     if not options:
         raise NotSupportedError("two_level does not apply: " + "; ".join(found.values()))
-    revs = {"allgather": (False,), "reduce_scatter": (True,), "allreduce": (True, False)}[kind]
+    revs = gather_parts(kind)
     best = None
     for label, gs in options.items():
         parts = {rev: _part(topology, group, gs, size, alpha, steps, units, rev)
