@@ -416,6 +416,10 @@ def bound(topology: TopoOpt,
           size: Annotated[str, typer.Option("--size", "-s")] = "1GiB",
           ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
           root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
+          barrier: Annotated[bool, typer.Option(
+              "--barrier", help="Also certify how close any schedule whose steps are "
+              "barriers (the analytical model) can get: allgather, reduce_scatter, or "
+              "allreduce as reduce-scatter + allgather, on every rank.")] = False,
           as_json: JsonOpt = False) -> None:
     """Exact bandwidth optimum over every cut (max-flow), with the critical cut."""
     from .collective import busbw_factor, make_collective
@@ -440,6 +444,8 @@ def bound(topology: TopoOpt,
         ag = cut_bound(make_collective("allgather", group), t, M, method="exact")
         info["rs_ag_time_s"] = rs.time + ag.time
         info["rs_ag_algbw_Bps"] = M / (rs.time + ag.time) if rs.time + ag.time else None
+    if barrier:
+        info.update(_barrier_floor(t, collective, group, M))
     if as_json:
         _print_json(info)
         return
@@ -450,6 +456,32 @@ def bound(topology: TopoOpt,
     if "rs_ag_time_s" in info:
         out.print(f"reduce-scatter + allgather trees: {format_time(info['rs_ag_time_s'])}",
                   highlight=False)
+    if barrier:
+        ref = info.get("rs_ag_time_s", cb.time)
+        what = ("any reduce-scatter followed by an allgather"
+                if collective == "allreduce" else f"any {collective}")
+        out.print(f"with barrier steps, {what} takes at least "
+                  f"{format_time(info['barrier_floor_s'])} ({info['barrier_floor_s'] / ref:.4f} "
+                  f"of the optimum; best at {info['barrier_steps']} steps)", highlight=False)
+
+
+def _barrier_floor(t, collective: str, group: tuple[int, ...], M: float) -> dict[str, Any]:
+    """The relay-stock certificate (topology/stockbound.py) for ``bound --barrier``."""
+    from .errors import NotSupportedError
+    from .topology.stockbound import stock_lower_bound
+
+    if collective not in ("allgather", "reduce_scatter", "allreduce"):
+        raise NotSupportedError(f"--barrier certifies allgather, reduce_scatter and "
+                                f"allreduce, not {collective}")
+    if len(group) != t.num_ranks:
+        raise NotSupportedError("--barrier needs every rank (no --ranks subgroup)")
+    kinds = ("reduce_scatter", "allgather") if collective == "allreduce" else (collective,)
+    parts = [stock_lower_bound(t, M, reverse=k == "reduce_scatter") for k in kinds]
+    return {"barrier_floor_s": sum(p.time for p in parts),
+            "barrier_steps": sum(p.steps for p in parts),
+            "barrier_exact": all(p.exact for p in parts),
+            "barrier_scope": ("reduce-scatter followed by allgather"
+                              if collective == "allreduce" else collective)}
 # ------------------------------------------------------------------- testbed
 testbed_app = typer.Typer(no_args_is_help=True,
                           help="Emulated cluster: network namespaces, shaped veth links, workers.")

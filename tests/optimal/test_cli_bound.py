@@ -36,3 +36,21 @@ def test_bound_errors_exit_2():
     assert r.exit_code == 2 and "alltoall" in r.output
     r = runner.invoke(app, ["bound", "-t", "ring:4", "-c", "allgather", "--ranks", "0,9"])
     assert r.exit_code == 2 and "rank 9" in r.output
+
+
+def test_bound_barrier_certifies_the_floor():
+    r = runner.invoke(app, ["bound", "-t", "ring:4,bw=8Gbps,lat=1us", "-c", "allgather",
+                            "-s", "4MB", "--barrier", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    # two steps reach the cut bound: floor = optimum + two latencies (tests/optimal/
+    # test_stockbound.py shows a schedule attaining it)
+    assert d["barrier_steps"] == 2 and d["barrier_exact"]
+    assert abs(d["barrier_floor_s"] - (d["time_s"] + 2e-6)) < 1e-12
+    r = runner.invoke(app, ["bound", "-t", "ring:4", "-c", "allreduce", "--barrier"])
+    assert r.exit_code == 0 and "any reduce-scatter followed by an allgather" in r.output
+    r = runner.invoke(app, ["bound", "-t", "ring:4", "-c", "broadcast", "--root", "0",
+                            "--barrier"])
+    assert r.exit_code == 2 and "broadcast" in r.output
+    r = runner.invoke(app, ["bound", "-t", "ring:4", "--ranks", "0,1", "--barrier"])
+    assert r.exit_code == 2 and "--ranks" in r.output
