@@ -168,7 +168,10 @@ LARGE = ["mesh:3x3x3", "hier:ring(4)x switch(8)", "fattree:k=6"]
 def test_timed_within_one_percent_on_larger_symmetric_fabrics(spec, pipeline="timed"):
     t = parse_spec(spec)
     s = find_synthesizer("optimal", "allgather")(t, pipeline=pipeline)
-    assert s.meta["pipeline"] == "timed", s.meta
+    # forced: the timed LP; auto: whichever candidate is fastest (mi250:4: two_level
+    # with relays, 1.0087, against timed 1.0094)
+    assert s.meta["pipeline"] in (("timed",) if pipeline == "timed" else
+                                  ("timed", "two_level")), s.meta
     rep = verify(s, t)
     assert rep.ok, rep.violations[:3]
     assert 1 - 1e-9 <= _ratio(s, t, "allgather") <= 1.01

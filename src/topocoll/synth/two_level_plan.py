@@ -53,9 +53,12 @@ UNIT_CHOICES = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 ENTRY_BUDGET = 4_000_000
 #: The unit search stops at the first count whose rounded plan is within this fraction
 #: of the unrounded LP time.
-ROUNDING_SLACK = 1e-3
-#: Time limit (s) of one whole-unit program (the best plan found by then is used).
-ILP_TIME_LIMIT = 2.0
+ROUNDING_SLACK = 3e-4
+#: Branch-and-bound nodes of one whole-unit program (the best plan found by then is
+#: used): a work limit, so that the plan does not depend on the machine's load.
+ILP_NODE_LIMIT = 1000
+#: Wall-clock safety net (s) of one whole-unit program.
+ILP_TIME_LIMIT = 60.0
 #: Largest spread period (pieces per unit that cover a pair's equal-cost paths).
 MAX_PERIOD = 16
 #: Most hop-2 variants (parent choices per relayed pair).
@@ -336,11 +339,13 @@ class _Frame:
 
 
 def _lp(rates: np.ndarray, S: int, U: int | None = None,
-        phases: list[tuple[str, int]] | None = None) -> tuple[float, np.ndarray] | None:
+        phases: list[tuple[str, int]] | None = None,
+        start: np.ndarray | None = None) -> tuple[float, np.ndarray] | None:
     """The fastest overlap in ``S`` steps: minimal sum over steps of the busiest link's
     seconds per block byte, and the cumulative amounts ``(phases, S + 1)`` (fractions of
     a block, or with ``U`` whole units out of ``U``: then a small integer program,
-    solved by HiGHS within :data:`ILP_TIME_LIMIT`). ``phases`` as
+    solved by HiGHS within :data:`ILP_NODE_LIMIT` nodes, started from ``start``, the
+    fractional plan's cumulative amounts rounded down). ``phases`` as
     :attr:`_Frame.phases` (default: rail, received, own). None if there is no
     solution."""
     import highspy
@@ -406,7 +411,22 @@ def _lp(rates: np.ndarray, S: int, U: int | None = None,
                            + [highspy.HighsVarType.kContinuous] * S)
     h = quiet_highs()
     h.setOptionValue("time_limit", ILP_TIME_LIMIT)
+    h.setOptionValue("mip_max_nodes", ILP_NODE_LIMIT)
     h.passModel(lp)
+    if U is not None and start is not None:
+        # incumbent: cumulative fractions rounded down (monotone, so every stream still
+        # follows its predecessor), the rest in the last step
+        ci = np.floor(start * U + 1e-9)
+        ci[:, -1] = U
+        for js in by_stream.values():             # a stream's variants: total U at the end
+            ci[js[1:], -1] = ci[js[1:], -2]
+            ci[js[0], -1] = U - ci[js[1:], -1].sum()
+        amt = np.diff(ci, axis=1)
+        t0 = (rows @ amt).max(axis=0) / total if len(rows) else np.zeros(S)
+        x0 = np.concatenate([amt.reshape(-1), np.maximum(t0, 0.0) * total])
+        inc = highspy.HighsSolution()
+        inc.col_value = x0.tolist()
+        h.setSolution(inc)
     h.run()
     sol = h.getSolution()
     if not sol.value_valid:
@@ -440,14 +460,17 @@ class _Plan:
         require(best is not None, "the two-level overlap LP found no plan")
         _, S, lp_t = best
         cap = max(1, ENTRY_BUDGET // max(1, frame.entries_per_piece() * frame.period))
-        choices = [u for u in UNIT_CHOICES if u <= cap] or [cap]
+        choices = [u for u in UNIT_CHOICES if u <= cap]
+        if not choices or (cap < 2 * choices[-1] and cap not in choices):
+            choices.append(cap)                   # the finest the budget allows
         if units is not None:
             require(isinstance(units, int) and units >= 1,
                     f"units must be an integer >= 1, got {units!r}")
             choices = [units]
         pick = None
+        frac = _lp(rates, S, phases=frame.phases)[1]
         for U in choices:
-            sol = _lp(rates, S, U, phases=frame.phases)
+            sol = _lp(rates, S, U, phases=frame.phases, start=frac)
             if sol is None:
                 continue
             if pick is None or sol[0] < pick[0] - 1e-15:
