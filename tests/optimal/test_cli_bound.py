@@ -45,10 +45,14 @@ def test_bound_barrier_certifies_the_floor():
     d = json.loads(r.output)
     # two steps reach the cut bound: floor = optimum + two latencies (tests/optimal/
     # test_stockbound.py shows a schedule attaining it)
-    assert d["barrier_steps"] == 2 and d["barrier_exact"]
+    assert d["barrier_steps"] == 2 and d["barrier_certificate"] == "relay-stock"
     assert abs(d["barrier_floor_s"] - (d["time_s"] + 2e-6)) < 1e-12
     r = runner.invoke(app, ["bound", "-t", "ring:4", "-c", "allreduce", "--barrier"])
     assert r.exit_code == 0 and "any reduce-scatter followed by an allgather" in r.output
+    r = runner.invoke(app, ["bound", "-t", "dgx-h100:8", "--barrier", "--json"])
+    d = json.loads(r.output)
+    assert d["barrier_certificate"].startswith("group-drain (group of 8)")
+    assert d["barrier_floor_s"] > 1.0175 * d["time_s"]
     r = runner.invoke(app, ["bound", "-t", "ring:4", "-c", "broadcast", "--root", "0",
                             "--barrier"])
     assert r.exit_code == 2 and "broadcast" in r.output
