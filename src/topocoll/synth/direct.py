@@ -99,11 +99,12 @@ def spread_period(topology: Topology, src: np.ndarray, dst: np.ndarray, cap: int
 
 
 def spread_transfers(topology: Topology, src: np.ndarray, dst: np.ndarray, k: np.ndarray,
-                     m: np.ndarray, chunks: np.ndarray, period: int):
+                     m: np.ndarray, chunks: np.ndarray, period: int,
+                     choice: np.ndarray | None = None):
     """Transfers that send, for every entry ``e``, chunk ``chunks[e]`` from ``src[k[e]]``
     to ``dst[k[e]]`` along :func:`~topocoll.topology.routing.spread_paths` choice
-    ``k[e] period + m[e]`` (``0 <= m < period``); entries of one pair that share a path
-    travel as one transfer.
+    ``k[e] period + m[e]`` (``0 <= m < period``), or ``choice[e]`` if given; entries of
+    one pair that share a path travel as one transfer.
 
     Returns ``(src, dst, (chunk_ptr, chunk_ids), paths)`` for
     :meth:`~topocoll.schedule.ScheduleBuilder.add_many`.
@@ -119,10 +120,14 @@ def spread_transfers(topology: Topology, src: np.ndarray, dst: np.ndarray, k: np
     """
     from ..topology.routing import spread_paths
 
-    km = np.asarray(k, dtype=np.int64) * period + np.asarray(m, dtype=np.int64)
-    ukm, inv_e = np.unique(km, return_inverse=True)
-    uk = ukm // period
-    ptr, nodes = spread_paths(topology, np.stack([src[uk], dst[uk]], axis=1), ukm)
+    k = np.asarray(k, dtype=np.int64)
+    if choice is None:
+        choice = k * period + np.asarray(m, dtype=np.int64)
+    choice = np.asarray(choice, dtype=np.int64)
+    width = int(choice.max()) + 1 if len(choice) else 1
+    ukm, inv_e = np.unique(k * width + choice, return_inverse=True)
+    uk = ukm // width
+    ptr, nodes = spread_paths(topology, np.stack([src[uk], dst[uk]], axis=1), ukm % width)
     lens = np.diff(ptr)
     mat = np.full((len(ukm), int(lens.max()) + 1), -1, dtype=np.int64)
     mat[:, 0] = uk

@@ -181,12 +181,15 @@ def _part(topology: Topology, group: tuple[int, ...], groups, size: float, alpha
     topo = _reversed(topology) if reverse else topology
     best = None
     for r in ((False, True) if relay == "auto" else (relay == "on",)):
-        frame = _Frame(topo, group, groups, relay=r)
-        if r and not frame.relayed and relay == "auto":
-            continue                              # nothing to relay (or too deep)
-        plan = _Plan(frame, size, alpha, steps, units)
-        if best is None or plan.time(alpha) < best[1].time(alpha):
-            best = (frame, plan)
+        for rot in (False, True):
+            frame = _Frame(topo, group, groups, relay=r, rotate=rot)
+            if r and not frame.relayed and relay == "auto":
+                break                             # nothing to relay (or too deep)
+            if rot and best is not None and best[0].period == 1 and not best[0].rotate:
+                break                             # one piece per unit already
+            plan = _Plan(frame, size, alpha, steps, units)
+            if best is None or plan.time(alpha) < best[1].time(alpha):
+                best = (frame, plan)
     return best
 
 

@@ -46,7 +46,7 @@ from ..topology import Topology
 from ._common import require, step_loads
 
 #: Most rail steps the default search tries.
-MAX_STEPS = 20
+MAX_STEPS = 36
 #: Unit counts per block the default search tries (coarsest first).
 UNIT_CHOICES = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: Most chunk entries (chunk ids over all transfers) one allgather part may hold.
@@ -181,10 +181,15 @@ class _Frame:
 
     ``relay``: use the relayed in-group shape (:func:`relay_parents`) where some pair of
     a group is not one hop apart; otherwise (or if that needs deeper trees) the direct
-    shape. ``self.relayed`` tells which was built."""
+    shape. ``self.relayed`` tells which was built.
+
+    ``rotate``: pieces are not cut to cover every pair's equal-cost paths (``period``
+    1); piece ``m`` of pair ``k`` takes path choice ``k + m`` instead, so that the pairs
+    that share a link spread over its paths together (far fewer chunks where many pairs
+    share each link, as on a fat-tree; the rates tell how even it is)."""
 
     def __init__(self, topology: Topology, group: tuple[int, ...], groups: list[list[int]],
-                 relay: bool = False):
+                 relay: bool = False, rotate: bool = False):
         from .direct import spread_period
 
         self.topology, self.group = topology, group
@@ -241,7 +246,8 @@ class _Frame:
                        + [("z2", 2 + v) for v in range(V)])
         local = self.src[self.nA:], self.dst[self.nA:]
         self.inside = inside_fabric(topology, shared, *local)
-        self.period = math.lcm(
+        self.rotate = rotate
+        self.period = 1 if rotate else math.lcm(
             spread_period(topology, self.src[:self.nA], self.dst[:self.nA], MAX_PERIOD),
             spread_period(self.inside, *local, MAX_PERIOD))
 
@@ -307,8 +313,9 @@ class _Frame:
             parts = []
             for topo, sel in ((self.topology, k < self.nA), (self.inside, k >= self.nA)):
                 if sel.any():
-                    parts.append(spread_transfers(topo, self.src, self.dst, k[sel], m[sel],
-                                                  ch[sel], Q))
+                    parts.append(spread_transfers(
+                        topo, self.src, self.dst, k[sel], m[sel], ch[sel], Q,
+                        choice=k[sel] + m[sel] if self.rotate else None))
             src = np.concatenate([x[0] for x in parts])
             dst = np.concatenate([x[1] for x in parts])
             ids = np.concatenate([x[2][1] for x in parts])
