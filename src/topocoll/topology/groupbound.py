@@ -44,13 +44,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NotSupportedError, TopologyError
-from .maxflow import allgather_optimum
-from .stockbound import route_latency_floor
-from .timedprice import Net
+from ..errors import TopologyError
+from .stockbound import barrier_setup, milp_lower, scan_steps
 
 if TYPE_CHECKING:
     from .core import Topology
+    from .timedprice import Net
 
 __all__ = ["GroupBound", "group_lower_bound", "candidate_groups"]
 
@@ -169,16 +168,8 @@ def group_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
     (1.018, 8, 17)
     """
     t0 = time.perf_counter()
-    if not size > 0:
-        raise NotSupportedError(f"size must be positive, got {size!r}")
-    net = Net(topology, None, reverse)
+    net, block, cut, lam, lmin, floor = barrier_setup(topology, size, alpha, reverse)
     N = len(net.members)
-    block = float(size) / N
-    cut = float(allgather_optimum(topology, reverse=reverse).value) * block
-    ranks = np.array(net.members, np.int64)
-    lam = route_latency_floor(net, ranks)
-    lmin = float(lam.min())
-    floor = float(alpha) + lmin
     gs = candidate_groups(topology) if groups is None else [list(g) for g in groups]
     for g in gs:
         for r in g:
@@ -203,18 +194,10 @@ def _scan(key, N: int, block: float, cut: float, floor: float, max_steps: int,
     if floor <= 0:
         return cut, 0, ()
     g, c_cut, c_rank, c_in, delta = key
-    best, best_s, per = np.inf, 0, []
-    for S in range(1, max_steps + 1):
-        if cut + S * floor >= best:
-            return best, best_s, tuple(per)
-        lower = _program(S, g, N, c_cut, c_rank, c_in, delta, block, cut, time_limit,
-                         integer)
-        val = max(lower, cut) + S * floor
-        per.append((S, val))
-        if val < best:
-            best, best_s = val, S
-    raise NotSupportedError(f"max_steps={max_steps} stops the scan before more steps are "
-                            "provably slower; raise it")
+    best, best_s, per, _ = scan_steps(
+        lambda S: (_program(S, g, N, c_cut, c_rank, c_in, delta, block, cut, time_limit,
+                            integer), True), cut, floor, max_steps)
+    return best, best_s, tuple(per)
 
 
 def _program(S: int, g: int, N: int, c_cut: float, c_rank: float, c_in: float,
@@ -282,13 +265,4 @@ def _program(S: int, g: int, N: int, c_cut: float, c_rank: float, c_in: float,
     res = milp(cost, constraints=LinearConstraint(A, lo, hi), integrality=integ,
                bounds=Bounds(np.zeros(S * K), ub),
                options={"time_limit": float(time_limit), "mip_rel_gap": 1e-9})
-    if res.status == 2:                               # infeasible within the big-M
-        return big * unit
-    if res.status not in (0, 1):                      # pragma: no cover - solver failure
-        raise RuntimeError(f"group-drain program failed: {res.message}")
-    lower = getattr(res, "mip_dual_bound", None)
-    if lower is None or not np.isfinite(lower):
-        lower = res.fun if res.status == 0 else 0.0
-    if res.status == 0:
-        lower = max(float(lower), float(res.fun) * (1 - 1e-9))
-    return max(0.0, float(lower) * (1 - 1e-7)) * unit
+    return milp_lower(res, big)[0] * unit

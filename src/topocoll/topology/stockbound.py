@@ -61,7 +61,8 @@ from .timedprice import Net
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["StockBound", "stock_lower_bound", "route_latency_floor", "MAX_VARIABLES"]
+__all__ = ["StockBound", "stock_lower_bound", "route_latency_floor", "barrier_setup",
+           "scan_steps", "milp_lower", "MAX_VARIABLES"]
 
 #: Largest program (variables per step count) built.
 MAX_VARIABLES = 2_000_000
@@ -185,36 +186,66 @@ def stock_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
     (2, 1502.0, 1502.0)
     """
     t0 = time.perf_counter()
-    if not size > 0:
-        raise NotSupportedError(f"size must be positive, got {size!r}")
-    net = Net(topology, None, reverse)
-    N = len(net.members)
-    if N < 2:
-        raise NotSupportedError("the relay-stock bound needs at least two ranks")
-    block = float(size) / N
-    cut = float(allgather_optimum(topology, reverse=reverse).value) * block
-    ranks = np.array(net.members, np.int64)
-    lam = route_latency_floor(net, ranks)
-    lmin = float(lam.min())
-    floor = float(alpha) + lmin
+    net, block, cut, lam, lmin, floor = barrier_setup(topology, size, alpha, reverse)
     if floor <= 0:                               # no per-step cost: the cut bound is all
         return StockBound(cut, 0, cut, (), 0.0, True, time.perf_counter() - t0)
     prog = _Program(net, rank_symmetry(topology, enabled=symmetry), lam - lmin, block, cut)
+    best, best_s, per, exact = scan_steps(lambda S: prog.solve(S, time_limit, integer),
+                                          cut, floor, max_steps)
+    return StockBound(float(best), best_s, cut, tuple(per), floor, bool(exact),
+                      time.perf_counter() - t0)
+
+
+def barrier_setup(topology: Topology, size: float, alpha: float, reverse: bool):
+    """``(net, block, cut, lambda, l_min, step floor)`` shared by the barrier-step
+    certificates: the fabric, the block size, the cut bound (seconds), the per-link
+    route latency floors, the smallest, and ``alpha + l_min``."""
+    if not size > 0:
+        raise NotSupportedError(f"size must be positive, got {size!r}")
+    net = Net(topology, None, reverse)
+    if len(net.members) < 2:
+        raise NotSupportedError("a barrier-step certificate needs at least two ranks")
+    block = float(size) / len(net.members)
+    cut = float(allgather_optimum(topology, reverse=reverse).value) * block
+    lam = route_latency_floor(net, np.array(net.members, np.int64))
+    lmin = float(lam.min())
+    return net, block, cut, lam, lmin, float(alpha) + lmin
+
+
+def scan_steps(solve, cut: float, floor: float, max_steps: int):
+    """``min_S max(solve(S), cut) + S floor`` over ``S = 1, 2, ...`` until ``cut + S
+    floor`` passes the best (more steps are provably slower); ``solve(S)`` returns a
+    proven lower bound on the bandwidth time and whether it closed. Returns ``(best,
+    its S, [(S, value)], every program closed)``."""
     best, best_s, per, exact = np.inf, 0, [], True
     for S in range(1, max_steps + 1):
         if cut + S * floor >= best:
-            break                                # more steps only add latency
-        lower, ok = prog.solve(S, time_limit, integer)
+            return best, best_s, per, exact
+        lower, ok = solve(S)
         exact &= ok
         val = max(lower, cut) + S * floor
         per.append((S, val))
         if val < best:
             best, best_s = val, S
-    else:
-        raise NotSupportedError(f"max_steps={max_steps} stops the scan before more steps "
-                                "are provably slower; raise it")
-    return StockBound(float(best), best_s, cut, tuple(per), floor, bool(exact),
-                      time.perf_counter() - t0)
+    raise NotSupportedError(f"max_steps={max_steps} stops the scan before more steps are "
+                            "provably slower; raise it")
+
+
+def milp_lower(res, big: float) -> tuple[float, bool]:
+    """A proven lower bound (LP units) from a scipy/HiGHS ``milp`` result, and whether
+    it closed: the optimum, else the dual bound of a run stopped by its time limit;
+    ``big`` if infeasible (the program's big-M cap). A relative 1e-7 is kept below the
+    solver's value for its tolerances."""
+    if res.status == 2:
+        return big, True
+    if res.status not in (0, 1):                 # pragma: no cover - solver failure
+        raise RuntimeError(f"barrier-step certificate program failed: {res.message}")
+    lower = getattr(res, "mip_dual_bound", None)
+    if lower is None or not np.isfinite(lower):
+        lower = res.fun if res.status == 0 else 0.0
+    if res.status == 0:
+        lower = max(float(lower), float(res.fun) * (1 - 1e-9))
+    return max(0.0, float(lower) * (1 - 1e-7)), res.status == 0
 
 
 class _Program:
@@ -351,15 +382,5 @@ class _Program:
         res = milp(cost, constraints=LinearConstraint(A, lo, hi), integrality=integ,
                    bounds=Bounds(np.zeros(nv), ub),
                    options={"time_limit": float(time_limit), "mip_rel_gap": 1e-9})
-        if res.status == 2:                           # infeasible: beyond the big-M
-            return big * self.unit, True
-        lower = getattr(res, "mip_dual_bound", None)
-        if lower is None or not np.isfinite(lower):
-            lower = res.fun if res.status == 0 else 0.0
-        closed = res.status == 0
-        if res.status not in (0, 1):               # pragma: no cover - solver failure
-            raise RuntimeError(f"relay-stock program failed: {res.message}")
-        if closed:
-            lower = max(float(lower), float(res.fun) * (1 - 1e-9))
-        # HiGHS' tolerances: keep a relative 1e-7 below its value
-        return max(0.0, float(lower) * (1 - 1e-7)) * self.unit, bool(closed)
+        lower, closed = milp_lower(res, big)
+        return lower * self.unit, closed
