@@ -125,7 +125,7 @@ MORE = ["fattree:k=4,oversub=2", "fattree:k=8,oversub=4",
 #: One letter per default choice in the table.
 CHOICE = {"batches": "b", "timed": "t", "spread": "s", "swing": "w",
           "mirrored_recursive_doubling": "m", "two_level": "l", "deep_batches": "d",
-          "halfway_ring": "r"}
+          "halfway_ring": "r", "ring_cover": "c"}
 
 
 def run_timed(spec: str) -> dict:
@@ -220,9 +220,9 @@ def _timed_table(specs: list[str]) -> None:
     print("\nAlphaBeta time at 1 GiB over the exact bound: AG batches (3k budget), AG "
           "timed (`pipeline=\"timed\"`), and the default (`auto`) per collective with its "
           "choice (b batches, t timed, s spread direct, w swing, m mirrored recursive "
-          "doubling, l two-level, d deeper batches, r halfway ring); seconds = synthesis wall time "
-          "(2 shared cores); AG floor = the stronger of the relay-stock and group-drain "
-          "certificates (no allgather with barrier steps is faster)\n")
+          "doubling, l two-level, d deeper batches, r halfway ring, c ring cover); seconds = "
+          "synthesis wall time (2 shared cores); AG floor = the stronger of the relay-stock "
+          "and group-drain certificates (no allgather with barrier steps is faster)\n")
     print("| topology | ranks | AG batches | AG timed | timed steps | timed gap | AG timed s "
           "| AG default | RS default | AR default | default choice AG/RS/AR | AG / RS / AR s "
           "| AG floor |")

@@ -34,6 +34,7 @@ from .ring import (
     ring_allreduce,
     ring_reduce_scatter,
 )
+from .ring_cover import ring_cover_allgather, ring_cover_allreduce, ring_cover_reduce_scatter
 from .swing import (
     swing_allgather,
     swing_allreduce,
@@ -82,4 +83,5 @@ __all__ = [
     "bucket_allgather", "hamiltonian_rings_allreduce", "hamiltonian_rings_reduce_scatter",
     "hamiltonian_rings_allgather",
     "two_level_allgather", "two_level_reduce_scatter", "two_level_allreduce",
+    "ring_cover_allgather", "ring_cover_reduce_scatter", "ring_cover_allreduce",
 ]

@@ -15,6 +15,7 @@ from . import (
     hierarchical,
     recursive,
     ring,
+    ring_cover,
     ring_order,
     swing,
     torus,
@@ -38,6 +39,10 @@ def _hierarchical_applies(topology: Topology, group: tuple[int, ...]) -> str | N
 
 def _two_level_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
     return two_level.two_level_unsupported_reason(topology, group)
+
+
+def _ring_cover_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+    return ring_cover.ring_cover_unsupported_reason(topology, group)
 
 
 #: Largest group for which the registry offers the per-root tree schedules (``optimal``,
@@ -150,6 +155,12 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
                 _two_level_applies, sized=True),
     Synthesizer("two_level", "allreduce", two_level.two_level_allreduce, _two_level_applies,
                 sized=True),
+    Synthesizer("ring_cover", "allgather", ring_cover.ring_cover_allgather,
+                _ring_cover_applies),
+    Synthesizer("ring_cover", "reduce_scatter", ring_cover.ring_cover_reduce_scatter,
+                _ring_cover_applies),
+    Synthesizer("ring_cover", "allreduce", ring_cover.ring_cover_allreduce,
+                _ring_cover_applies),
     Synthesizer("hierarchical", "allgather", hierarchical.hierarchical_allgather,
                 _hierarchical_applies),
     Synthesizer("hierarchical", "reduce_scatter", hierarchical.hierarchical_reduce_scatter,
