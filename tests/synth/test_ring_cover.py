@@ -109,3 +109,9 @@ def test_where_it_does_not_apply():
         ring_cover_allgather(parse_spec("star:5"))
     with pytest.raises(NotSupportedError, match="chunks"):
         ring_cover_allgather(parse_spec("ring:6"), chunks=3)
+    # no Hamiltonian cycle, told at once: unequal bipartite sides, a cut rank
+    assert "14 and 13" in ring_cover_unsupported_reason(parse_spec("mesh:3x3x3"), range(27))
+    bowtie = [(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (4, 2)]
+    t = Topology("bowtie", 5, 0, tuple(Link(a, b, 1e9) for u, v in bowtie
+                                       for a, b in ((u, v), (v, u))))
+    assert "rank 2 is a cut vertex" in ring_cover_unsupported_reason(t, range(5))

@@ -107,10 +107,30 @@ def ring_cover_unsupported_reason(topology: Topology, group: Sequence[int]) -> s
         if deg[r] < 2:
             return (f"rank {r} has fewer than two direct links to other ranks (ring_cover "
                     "needs a direct-connect fabric)")
+    return _no_cycle_reason(group, _edges(topology, group))
+
+
+def _no_cycle_reason(group: list, edges) -> str | None:
+    """Why the rank graph has no Hamiltonian cycle, where a quick test tells: a cut rank
+    (not 2-connected), or two sides of unequal size (bipartite)."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(group)
+    g.add_edges_from(edges)
+    if not nx.is_biconnected(g):
+        cut = min(nx.articulation_points(g), default=None)
+        return (f"rank {cut} is a cut vertex of the rank graph: no Hamiltonian cycle"
+                if cut is not None else "the rank graph is not connected")
+    if nx.is_bipartite(g):
+        a, b = nx.bipartite.sets(g)
+        if len(a) != len(b):
+            return (f"the rank graph is bipartite with sides of {len(a)} and {len(b)} "
+                    "ranks: no Hamiltonian cycle")
     return None
 
 
-def _posa(adj: list[list[int]], cost: dict, rng: random.Random, tries: int = 30,
+def _posa(adj: list[list[int]], cost: dict, rng: random.Random, tries: int = 8,
           temp: float = 0.0) -> list[int] | None:
     """A Hamiltonian cycle by randomized rotation-extension, extensions and rotations
     preferring light edges (``cost``; ``temp`` > 0 adds noise). None if not found."""
@@ -127,7 +147,7 @@ def _posa(adj: list[list[int]], cost: dict, rng: random.Random, tries: int = 30,
         start = rng.randrange(n)
         path = [start]
         pos = {start: 0}
-        budget = 50 * n * n
+        budget = 10 * n * n
         while budget > 0:
             budget -= 1
             end = path[-1]
@@ -269,8 +289,10 @@ def hamiltonian_cover(topology: Topology, ranks: Sequence[int] | None = None, *,
 
     weight = {e: cmax / cap[e] for e in E}
     noise = 2.0 * cmax / c.min()
-    for _ in range(4 * max(3, len(E) // n)):
+    for k in range(4 * max(3, len(E) // n)):
         add(_posa(adj, weight, rng, temp=noise))
+        if k == 2 and not cycles:
+            break                              # three searches found nothing
     if not cycles:
         raise NotSupportedError(f"no Hamiltonian cycle found among the ranks of "
                                 f"{topology.name}")
