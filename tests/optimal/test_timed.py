@@ -238,22 +238,44 @@ def test_pricing_heuristic_against_exhaustive_search():
     assert hits >= 34
 
 
+def _sparse_bipartite():
+    """33 ranks, 17 on one side with three random links each to 16 on the other: sparse,
+    without symmetry, and without a Hamiltonian cycle (unequal sides), so neither the
+    timed LP nor ring_cover is offered."""
+    import random
+
+    from topocoll.topology import Link, Topology
+
+    rng = random.Random(5)
+    E = set()
+    B = list(range(17, 33))
+    for a in range(17):
+        for b in rng.sample(B, 3):
+            E.add((a, b))
+    for b in B:
+        while sum(1 for e in E if e[1] == b) < 2:
+            E.add((rng.randrange(17), b))
+    return Topology("bipartite33", 33, 0, tuple(Link(x, y, 50e9, 1e-6) for a, b in sorted(E)
+                                                for x, y in ((a, b), (b, a))))
+
+
 def test_auto_weighs_deeper_batches_on_sparse_random_graphs():
-    # rrg:32: the packing has so many tree arcs that the default transfer budget leaves
-    # one batch (3.1x); out of the timed LP's reach, the deeper pipeline is the best offer
-    t = parse_spec("rrg:32,d=3,seed=1")
+    # the packing has so many tree arcs that the default transfer budget leaves one
+    # batch (1.97x); out of the timed LP's reach, the deeper pipeline is the best offer
+    # (on rrg:32 ring_cover now wins: tests/synth/test_ring_cover.py)
+    t = _sparse_bipartite()
     s = find_synthesizer("optimal", "allgather")(t)
     assert s.meta["auto"].startswith("deep_batches"), s.meta
     assert "pipeline" not in s.meta and int(s.meta["batches"]) > 1
     shallow = find_synthesizer("optimal", "allgather")(t, pipeline="batches")
-    assert _ratio(shallow, t, "allgather") > 3
+    assert _ratio(shallow, t, "allgather") > 1.5
     assert 1 - 1e-9 <= _ratio(s, t, "allgather") <= 1.06
     assert verify(s, t).ok
 
 
 def test_deeper_batches_budget_is_per_part():
     # the allreduce has two allgather-shaped parts: as deep a pipeline as the allgather
-    t = parse_spec("rrg:32,d=3,seed=1")
+    t = _sparse_bipartite()
     ag = find_synthesizer("optimal", "allgather")(t)
     ar = find_synthesizer("optimal", "allreduce")(t)
     assert ar.meta["auto"].startswith("deep_batches") and ar.meta["batches"] == ag.meta["batches"]

@@ -403,11 +403,11 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
     (``two_level``, planned for ``size`` and ``alpha``: rails overlapped with the
     in-group exchange, the bound in a few steps on oversubscribed two-tier fabrics);
     where the ring order runs over links both ways, the bidirectional ring with whole
-    blocks half way round (``halfway_ring``: half the latency terms of the ring); on
-    direct-connect fabrics, weighted Hamiltonian rings (``ring_cover``: the single-rank
-    cut bound in ``p / 2`` steps where the rings cover the links evenly); the
+    blocks half way round (``halfway_ring``: half the latency terms of the ring); the
     multi-port butterflies (``swing``, ``mirrored_recursive_doubling``: the bound in
-    ``log2 p`` steps on tori and hypercubes). Groups of more than
+    ``log2 p`` steps on tori and hypercubes); on direct-connect fabrics, weighted
+    Hamiltonian rings (``ring_cover``: the single-rank cut bound in ``p / 2`` steps
+    where the rings cover the links evenly). Groups of more than
     :data:`AUTO_MAX_PORTFOLIO` ranks get none."""
     from ..errors import NotSupportedError
     from .direct import SPREAD_BUDGET
@@ -419,9 +419,9 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
     options = {"spread": ("direct", {"paths": "spread"}),
                "two_level": ("two_level", {"size": size, "alpha": alpha}),
                "halfway_ring": ("bidirectional_ring", {"variant": "halfway"}),
-               "ring_cover": ("ring_cover", {}),
                "swing": ("swing", {}),
-               "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {})}
+               "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {}),
+               "ring_cover": ("ring_cover", {})}
     if not topology.num_switches or N * (N - 1) > SPREAD_BUDGET:
         del options["spread"]
     if not _ring_of_links(topology, group):
