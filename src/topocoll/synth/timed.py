@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -394,7 +395,8 @@ def batches_time(topology: Topology, rows, P: int, units, per_root_bytes: float,
 
 
 def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
-                          size: float = DEFAULT_SIZE, alpha: float = 0.0):
+                          size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                          only: Sequence[str] | None = None, skip: Sequence[str] = ()):
     """``(label, schedule)`` of the one-pass constructions that ``pipeline="auto"`` also
     weighs when the trees are not within :data:`AUTO_SLACK` of the bound: on fabrics with
     switches, the direct schedule with pieces spread over equal-cost paths (``spread``:
@@ -408,7 +410,8 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
     ``log2 p`` steps on tori and hypercubes); on direct-connect fabrics, weighted
     Hamiltonian rings (``ring_cover``: the single-rank cut bound in ``p / 2`` steps
     where the rings cover the links evenly). Groups of more than
-    :data:`AUTO_MAX_PORTFOLIO` ranks get none."""
+    :data:`AUTO_MAX_PORTFOLIO` ranks get none. ``only`` / ``skip``: labels to restrict
+    to or leave out."""
     from ..errors import NotSupportedError
     from .direct import SPREAD_BUDGET
     from .registry import find_synthesizer
@@ -426,6 +429,9 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
         del options["spread"]
     if not _ring_of_links(topology, group):
         del options["halfway_ring"]
+    for label in list(options):
+        if label in skip or (only is not None and label not in only):
+            del options[label]
     for label, (name, kw) in options.items():
         try:
             yield label, find_synthesizer(name, kind)(topology, ranks=group, **kw)
@@ -470,13 +476,22 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
         return batched
     best, t_best, label, extra = batched, t_b, "batches", {}
     weighed = {"batches": t_b}
-    for name, s in structured_candidates(kind, topology, group, size, alpha):
-        weighed[name] = model_time(s, topology, size, alpha)
-        if weighed[name] < t_best:
-            best, t_best, label = s, weighed[name], name
-        if t_best <= bound * (1 + AUTO_SLACK):
-            break
-    if t_best > bound * (1 + AUTO_SLACK) and timed_in_reach(topology, group):
+    reach = timed_in_reach(topology, group)
+    # where the timed LP is in reach, it comes before the rings (closer to the bound on
+    # small graphs: the random heterogeneous ones, circulants)
+    late = ("ring_cover",) if reach else ()
+
+    def weigh(cands):
+        nonlocal best, t_best, label
+        for name, s in cands:
+            weighed[name] = model_time(s, topology, size, alpha)
+            if weighed[name] < t_best:
+                best, t_best, label = s, weighed[name], name
+            if t_best <= bound * (1 + AUTO_SLACK):
+                return
+
+    weigh(structured_candidates(kind, topology, group, size, alpha, skip=late))
+    if t_best > bound * (1 + AUTO_SLACK) and reach:
         s, t_t = timed_schedule(kind, topology, group, size, alpha, steps,
                                 budget=AUTO_BUDGET)
         weighed["timed"] = t_t
@@ -484,6 +499,8 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             best, t_best, label = s, t_t, "timed"
         else:
             extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
+    if t_best > bound * (1 + AUTO_SLACK) and late:
+        weigh(structured_candidates(kind, topology, group, size, alpha, only=late))
     if t_best > bound * (1 + AUTO_SLACK):
         deep = find_synthesizer("optimal", kind)(topology, ranks=group, pipeline="batches",
                                                  budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)),

@@ -292,11 +292,15 @@ class _Program:
         R = len(self.reps)
         nz = len(self.slow_orbits)
         zpos = {o: j for j, o in enumerate(self.slow_orbits)}
-        # per step: u, then per rep: flows (L) and deliveries (N), then z
-        per = 1 + R * (L + N) + nz
-        f0 = [1 + k * (L + N) for k in range(R)]
-        d0 = [1 + k * (L + N) + L for k in range(R)]
-        z0 = 1 + R * (L + N)
+        # per step: u, then per rep: flows (L), deliveries (N), deliveries so far (N) and
+        # everything the rep has received so far (1), then z
+        W = L + 2 * N + 1
+        per = 1 + R * W + nz
+        f0 = [1 + k * W for k in range(R)]
+        d0 = [1 + k * W + L for k in range(R)]
+        c0 = [1 + k * W + L + N for k in range(R)]
+        t0 = [1 + k * W + L + 2 * N for k in range(R)]
+        z0 = 1 + R * W
         nv = S * per
         if nv > MAX_VARIABLES:
             raise NotSupportedError(
@@ -344,28 +348,37 @@ class _Program:
                     z = b + z0 + zpos[o]
                     add(c_ + [b, z], v_ + [-cap, cap * self.delta[l]], -np.inf, 0.0)
                     add(c_ + [z], v_ + [-cap * big], -np.inf, 0.0)
-        for k, rep in enumerate(self.reps):           # stock of rep towards each member
+        for k, rep in enumerate(self.reps):
             r = self.midx[rep]
-            # D[x', rep] for every source x' = rep-of-x' delivering to g_x'^-1(rep)
+            # C[x', rep] for every source x' = rep-of-x' delivering to g_x'^-1(rep)
             into_rep = [(kk, int(mmap[r]), xi) for xi, (kk, _, mmap) in enumerate(self.src_of)
                         if xi != r]
-            for bj in range(N):
-                if bj == r:
-                    continue
+            for s in range(S):
+                b = s * per
+                for j in range(N):                    # C_s = C_(s-1) + D_s
+                    prev = [((s - 1) * per + c0[k] + j, -1.0)] if s else []
+                    add([b + c0[k] + j, b + d0[k] + j] + [c for c, _ in prev],
+                        [1.0, -1.0] + [v for _, v in prev], 0.0, 0.0)
+                # T_s = everything rep received so far, from every source
+                add([b + t0[k]] + [b + c0[kk] + j for kk, j, _ in into_rep],
+                    [1.0] + [-1.0] * len(into_rep), 0.0, 0.0)
+            from_src = {xi: (kk, j) for kk, j, xi in into_rep}
+            for bj in range(N):                       # stock of rep towards member bj:
+                if bj == r:                           # its block + what it received before
+                    continue                          # from others than bj
                 for s in range(S):
-                    c_ = [q * per + d0[k] + bj for q in range(s + 1)]
-                    v_ = [1.0] * (s + 1)
-                    for q in range(s):
-                        for kk, j, xi in into_rep:
-                            if xi != bj:              # data from b itself is not new to b
-                                c_.append(q * per + d0[kk] + j)
-                                v_.append(-1.0)
+                    c_, v_ = [s * per + c0[k] + bj], [1.0]
+                    if s:
+                        c_.append((s - 1) * per + t0[k])
+                        v_.append(-1.0)
+                        if bj in from_src:
+                            kk, j = from_src[bj]
+                            c_.append((s - 1) * per + c0[kk] + j)
+                            v_.append(1.0)
                     add(c_, v_, -np.inf, 1.0)
         for bj in range(N):                           # every member receives N - 1 blocks
-            c_ = []
-            for xi, (kk, _, mmap) in enumerate(self.src_of):
-                if xi != bj:
-                    c_ += [s * per + d0[kk] + int(mmap[bj]) for s in range(S)]
+            c_ = [(S - 1) * per + c0[kk] + int(mmap[bj])
+                  for xi, (kk, _, mmap) in enumerate(self.src_of) if xi != bj]
             add(c_, [1.0] * len(c_), N - 1.0, N - 1.0)
         add([s * per for s in range(S)], [1.0] * S, self.cut, big)
         A = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
