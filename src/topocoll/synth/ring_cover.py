@@ -171,11 +171,12 @@ def _posa(adj: list[list[int]], cost: dict, rng: random.Random, tries: int = 8,
     return None
 
 
-def _decompose(adj: list[list[int]], rng: random.Random, tries: int = 200
+def _decompose(adj: list[list[int]], rng: random.Random, tries: int = 60
                ) -> list[list[int]] | None:
     """Edge-disjoint Hamiltonian cycles using every edge of a graph whose vertices all
     have the same even degree (a Hamiltonian decomposition), by random cycles of the
-    remaining graph until the last one left is a single cycle. None if not found."""
+    remaining graph until the last one left is a single cycle. None if not found within
+    ``tries`` (a work limit: the same answer on a loaded machine)."""
     n = len(adj)
     d = len(adj[0])
     if d % 2 or any(len(a) != d for a in adj):
@@ -185,7 +186,7 @@ def _decompose(adj: list[list[int]], rng: random.Random, tries: int = 200
         out = []
         for _ in range(d // 2 - 1):
             cyc = _posa(rest, {(min(a, b), max(a, b)): 1.0 for a in range(n) for b in rest[a]},
-                        rng, tries=3)
+                        rng, tries=1)
             if cyc is None:
                 break
             out.append(cyc)
