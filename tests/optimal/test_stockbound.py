@@ -13,7 +13,7 @@ from topocoll.errors import NotSupportedError
 from topocoll.synth import find_synthesizer
 from topocoll.topology import ring
 from topocoll.topology.spec import parse_spec
-from topocoll.topology.stockbound import route_latency_floor, stock_lower_bound
+from topocoll.topology.stockbound import stock_lower_bound
 from topocoll.topology.timedprice import Net
 
 GiB = 2.0**30
@@ -75,7 +75,7 @@ def test_mi250_2_cannot_reach_one_percent():
 def test_route_latency_floor_counts_forwarding():
     t = parse_spec("mi250:1,fwd=300ns")
     net = Net(t, None, False)
-    lam = route_latency_floor(net, np.arange(t.num_ranks))
+    lam = net.latency_floor()
     nic = (net.src >= t.num_ranks) | (net.dst >= t.num_ranks)
     assert np.allclose(lam[nic], 2.3e-6) and np.allclose(lam[~nic], 1e-6)
 

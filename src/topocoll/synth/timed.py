@@ -194,7 +194,8 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
                         resolution, time_limit, hops, t0 + budget)
         if best is None or plan.model_time < best.model_time:
             best = plan
-        if plan.lp.gap <= 1e-4 or time.perf_counter() > t0 + budget:
+        if _excess(plan.lp, net, block, alpha, hops) <= 1e-4 * plan.lp.bound * block or \
+                time.perf_counter() > t0 + budget:
             break                  # at the bound with short paths: longer ones only add latency
     return best
 
@@ -205,17 +206,20 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
     if steps is None and sym.generators and len(sym.reps) < len(group):
         H, inv = _scan(topology, group, packing, net, block, alpha, reverse, hops, deadline)
         lp = timed_lp(topology, group, steps=H, reverse=reverse, hops=hops, invariant=inv,
-                      seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+                      seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit,
+                      block=block, alpha=alpha)
         return _resolve(lp, net, block, alpha, resolution)
     lo = max(1, math.ceil(math.log2(len(group))))
     horizons = [steps] if steps is not None else range(lo, 2 * lo + 5)
     best = None
+    ell = alpha + float(net.latency_floor().min())
     for H in horizons:
         if steps is not None:
             require(isinstance(H, int) and H >= 1, f"steps must be an integer >= 1, got {H!r}")
         try:
             lp = timed_lp(topology, group, steps=H, reverse=reverse, hops=hops,
-                          seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit)
+                          seeds=packing_seeds(packing, H, _loopless), time_limit=time_limit,
+                          block=block, alpha=alpha)
         except InfeasibleError:
             if steps is not None:
                 raise
@@ -225,8 +229,8 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
             break
         best = plan
         # more steps cannot save more than the bandwidth above the bound, and each
-        # costs at least alpha plus the shortest link latency
-        if (lp.value - lp.bound) * block <= alpha + float(net.lat.min()) or \
+        # costs at least alpha plus the least route latency
+        if _excess(lp, net, block, alpha, hops) <= ell or \
                 plan.model_time <= lp.bound * block * (1 + TIMED_GOOD) or \
                 time.perf_counter() > deadline:
             break
@@ -239,36 +243,42 @@ def _scan(topology, group, packing, net, block, alpha, reverse, hops, deadline
           ) -> tuple[int, TimedLP]:
     """The horizon with the smallest estimated model time by the invariant LP
     (:func:`~topocoll.topology.timedlp.invariant_lp`, one row per link orbit: cheap
-    enough to try every horizon from ``ceil(log2 N)`` on). Estimate: ``value b + sum_s
-    (alpha + the longest path latency of step s)`` over the LP's trees. Stops after
-    :data:`_SCAN_PATIENCE` horizons without improvement, when one more step cannot pay
-    for itself, within :data:`TIMED_GOOD` of the bound, at :data:`MAX_STEPS` or at the
-    deadline."""
+    enough to try every horizon from ``ceil(log2 N)`` on), with alpha and latency in
+    its rows: the estimate is its value. Stops after :data:`_SCAN_PATIENCE` horizons
+    without improvement, when no longer horizon can be faster (each step costs alpha
+    plus the least route latency on top of the bound), within :data:`TIMED_GOOD` of the
+    bound, at :data:`MAX_STEPS` or at the deadline."""
     best = None
     worse = 0
-    ell = alpha + float(net.lat.min())
+    ell = alpha + float(net.latency_floor().min())
     for H in range(max(1, math.ceil(math.log2(len(group)))), MAX_STEPS + 1):
         try:
             inv = invariant_lp(topology, group, steps=H, reverse=reverse, hops=hops,
-                               seeds=packing_seeds(packing, H, _loopless))
+                               seeds=packing_seeds(packing, H, _loopless), block=block,
+                               alpha=alpha)
         except InfeasibleError:
             continue                           # no tree fits: try a longer horizon
-        lat = np.zeros(H)
-        for t in inv.trees:
-            for _, _, s, pcs in t.arcs:
-                lat[s - 1] = max(lat[s - 1], max(net.latency(p) for p, _ in pcs))
-        est = inv.value * block + float((alpha + lat[lat > 0]).sum())
+        est = inv.value * block
         if best is None or est < best[0]:
             best, worse = (est, H, inv), 0
         else:
             worse += 1
-        if worse >= _SCAN_PATIENCE or (inv.value - inv.bound) * block <= ell or \
+        if worse >= _SCAN_PATIENCE or _excess(inv, net, block, alpha, hops) <= ell or \
                 best[0] <= inv.bound * block * (1 + TIMED_GOOD) or \
                 time.perf_counter() > deadline:
             break
     require(best is not None, f"no timed tree fits in {MAX_STEPS} steps with paths of at "
                               f"most {hops} links on {topology.name}")
     return best[1], best[2]
+
+
+def _excess(lp: TimedLP, net: Net, block: float, alpha: float, hops: int) -> float:
+    """Seconds by which the bandwidth part of ``lp`` (solved with ``block`` and
+    ``alpha``) exceeds the bound, at most: every step carries at least ``alpha`` plus
+    the least floor of the links usable within ``hops``, so its bandwidth part is at
+    most ``value b - H (alpha + that floor)``."""
+    over = alpha + float(net.latency_floor()[net.usable(hops)].min())
+    return (lp.value - lp.bound) * block - lp.steps * over
 
 
 #: Horizons without improvement after which :func:`_scan` stops.

@@ -61,7 +61,7 @@ from .timedprice import Net
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["StockBound", "stock_lower_bound", "route_latency_floor", "barrier_setup",
+__all__ = ["StockBound", "stock_lower_bound", "barrier_setup",
            "scan_steps", "milp_lower", "MAX_VARIABLES"]
 
 #: Largest program (variables per step count) built.
@@ -107,34 +107,6 @@ class StockBound:
     def ratio(self) -> float:
         """``time / cut``: how far above the cut bound every schedule must be."""
         return self.time / self.cut
-
-
-def route_latency_floor(net: Net, ranks: np.ndarray) -> np.ndarray:
-    """Per link bundle, the smallest latency of a route between two ranks through it
-    (link latencies plus forwarding latency at the relays).
-
-    >>> from topocoll.topology import star
-    >>> net = Net(star(3), None, False)
-    >>> (route_latency_floor(net, np.arange(3)) * 1e6).round(3).tolist()
-    [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
-    """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import dijkstra
-
-    n = net.n
-    fwd = np.asarray(net.fwd, float)
-    tiny = 1e-30                                   # keeps zero-latency links as edges
-    # towards a: link latencies plus forwarding at every node after the first
-    g_to = csr_matrix((net.lat + fwd[net.dst] + tiny, (net.src, net.dst)), shape=(n, n))
-    # onwards from b: link latencies plus forwarding at every node before the last
-    g_on = csr_matrix((net.lat + fwd[net.src] + tiny, (net.dst, net.src)), shape=(n, n))
-    d_to = dijkstra(g_to, indices=ranks, min_only=True)
-    d_on = dijkstra(g_on, indices=ranks, min_only=True)
-    is_rank = np.zeros(n, bool)
-    is_rank[ranks] = True
-    head = np.where(is_rank[net.src], 0.0, d_to[net.src])
-    tail = np.where(is_rank[net.dst], 0.0, d_on[net.dst])
-    return head + net.lat + tail
 
 
 def stock_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
@@ -207,7 +179,7 @@ def barrier_setup(topology: Topology, size: float, alpha: float, reverse: bool):
         raise NotSupportedError("a barrier-step certificate needs at least two ranks")
     block = float(size) / len(net.members)
     cut = float(allgather_optimum(topology, reverse=reverse).value) * block
-    lam = route_latency_floor(net, np.array(net.members, np.int64))
+    lam = net.latency_floor()
     lmin = float(lam.min())
     return net, block, cut, lam, lmin, float(alpha) + lmin
 

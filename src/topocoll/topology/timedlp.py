@@ -16,7 +16,10 @@ one bundle of summed bandwidth ``c_l``, as in the cost model), ``T^*`` the exact
 bound and ``sigma >= 0`` an elastic slack with a large cost (the third family, optional
 and off by default, keeps each link's total load at the bound). Steps are barriers,
 exactly as in :class:`~topocoll.cost.AlphaBeta`, so ``sum_s tau_s`` is the schedule's
-bandwidth time (before per-step latency), and ``T^* <= sum_s tau_s`` always.
+bandwidth time (before per-step latency), and ``T^* <= sum_s tau_s`` always. Given the
+block size (``block=``), each (link, step) row also leaves room for ``alpha`` plus the
+link's least route latency, and ``b sum_s tau_s`` is the time with latency: the LP then
+trades steps against bandwidth as the cost model does.
 
 **Symmetry.** The LP is invariant under the fabric's automorphisms
 (:mod:`~topocoll.topology.symmetry`), so it has an invariant optimum: one root per member
@@ -130,7 +133,8 @@ class TimedLP:
 class _Master:
     """``min sum tau + K sigma`` over the columns so far (HiGHS, warm-started)."""
 
-    def __init__(self, N: int, H: int, L: int, total: float | None) -> None:
+    def __init__(self, N: int, H: int, L: int, total: float | None,
+                 offset: np.ndarray | None = None) -> None:
         import highspy
 
         inf = highspy.kHighsInf
@@ -141,7 +145,8 @@ class _Master:
         self.N, self.H, self.L = N, H, L
         rows_lo = np.concatenate([np.ones(N), np.full(H * L, -inf),
                                   np.full(L if total is not None else 0, -inf)])
-        rows_hi = np.concatenate([np.ones(N), np.zeros(H * L),
+        room = np.zeros(H * L) if offset is None else -np.tile(offset, H)
+        rows_hi = np.concatenate([np.ones(N), room,
                                   np.full(L if total is not None else 0, total or 0.0)])
         z = np.zeros(0, np.int32)
         h.addRows(len(rows_lo), rows_lo, rows_hi, 0, z, z, np.zeros(0))
@@ -211,15 +216,23 @@ class _Orbits:
             lo = _link_orbits(net, sym)
             size = np.bincount(lo)
             self.num_rows = int(lo.max()) + 1
+            self.link_row = lo
             self.img = [lo[None, :] for _ in self.orbits]
             self.w = [(len(o) / size[lo])[None, :] for o in self.orbits]
         else:
             # img[k][j, l]: the bundle that link l maps to under the j-th member's map
             self.num_rows = net.num_links
+            self.link_row = np.arange(net.num_links)
             self.img = [np.array([[net.index[int(sym.maps[m][a]), int(sym.maps[m][b])]
                                    for a, b in zip(net.src, net.dst, strict=True)]
                                   for m in orbit], np.int64) for orbit in self.orbits]
             self.w = [np.ones(p.shape) for p in self.img]
+
+    def row_min(self, v: np.ndarray) -> np.ndarray:
+        """Per master row the least ``v`` (per link bundle) of the links it stands for."""
+        out = np.full(self.num_rows, np.inf)
+        np.minimum.at(out, self.link_row, v)
+        return out
 
     def pull(self, k: int, W: np.ndarray) -> np.ndarray:
         """``W'[s, l] = sum_j w_j W[s, img_j(l)]``: a rep tree's cost under ``W'`` is the
@@ -274,7 +287,8 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
              per_root: int | None = None, stop: float = 1e-5, tail: float = 1e-4,
              time_limit: float | None = None, symmetry: bool = True,
              stabilize: float = 0.5, rows: str = "auto",
-             invariant: TimedLP | None = None) -> TimedLP:
+             invariant: TimedLP | None = None, block: float | None = None,
+             alpha: float = 0.0) -> TimedLP:
     """The timed-tree allgather LP with horizon ``steps`` (column generation).
 
     Parameters
@@ -326,6 +340,16 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
         realize it).
     invariant : TimedLP, optional
         A precomputed :func:`invariant_lp` of the same arguments (``rows='auto'``).
+    block : float, optional
+        Bytes per block. Given, the LP charges per-step overheads as the cost model
+        does: every (link, step) row leaves room for ``alpha`` plus the least route
+        latency of a member-to-member path over the link
+        (:meth:`~topocoll.topology.timedprice.Net.latency_floor`), so ``b sum_s tau_s``
+        is the schedule's time with latency (from below on each link; the rounded plan
+        is costed exactly) and horizons are compared by the LP itself. Default:
+        bandwidth only (the LP does not depend on the size).
+    alpha : float
+        Per-step overhead in seconds (with ``block``).
 
     Returns
     -------
@@ -353,7 +377,8 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
                                              symmetry)
     N = len(net.members)
     opts = dict(cap_total=cap_total, max_iterations=max_iterations, stop=stop, tail=tail,
-                per_root=per_root, stabilize=stabilize, t0=t0, time_limit=time_limit)
+                per_root=per_root, stabilize=stabilize, t0=t0, time_limit=time_limit,
+                block=block, alpha=alpha)
     if rows not in ("auto", "links", "orbits"):
         raise NotSupportedError(f"rows must be 'auto', 'links' or 'orbits', got {rows!r}")
     links = _Orbits(net, sym, "orbits" if rows == "orbits" else "links")
@@ -379,7 +404,8 @@ def timed_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: i
 def invariant_lp(topology: Topology, ranks: Sequence[int] | None = None, *, steps: int,
                  reverse: bool = False, seeds: Sequence[TimedTree] = (),
                  hops: int | None = None, max_iterations: int = 300,
-                 time_limit: float | None = None, cap_total: bool = False) -> TimedLP:
+                 time_limit: float | None = None, cap_total: bool = False,
+                 block: float | None = None, alpha: float = 0.0) -> TimedLP:
     """The group-invariant timed LP alone (phase 1 of :func:`timed_lp`): one row per
     link orbit and step, one root per member orbit. Its value is the optimum of
     :func:`timed_lp` (up to the heuristic pricing) at a fraction of the cost, so
@@ -399,7 +425,8 @@ def invariant_lp(topology: Topology, ranks: Sequence[int] | None = None, *, step
                                              True)
     return _generate(net, _Orbits(net, sym, "orbits"), H, hops, bound, seeds,
                      cap_total=cap_total, max_iterations=max_iterations, stop=1e-5, tail=1e-4,
-                     per_root=None, stabilize=0.5, t0=t0, time_limit=time_limit)
+                     per_root=None, stabilize=0.5, t0=t0, time_limit=time_limit,
+                     block=block, alpha=alpha)
 
 
 def _setup(topology, ranks, steps, reverse, hops, seeds, symmetry):
@@ -441,13 +468,19 @@ def _generate(net: Net, orb: _Orbits, H: int, hops: int, bound: float,
               seeds: Sequence[TimedTree], *, cap_total: bool, max_iterations: int,
               stop: float, tail: float, per_root: int | None, stabilize: float,
               t0: float, time_limit: float | None, target: float = 0.0,
-              duals: dict | None = None) -> TimedLP:
+              duals: dict | None = None, block: float | None = None,
+              alpha: float = 0.0) -> TimedLP:
     """Column generation over rep-root trees; the result holds the rep trees."""
     N = len(net.members)
     scale = net.bw_max                     # LP time unit: 1 / bw_max seconds per byte
     K = len(orb.reps)
     per_root = int(np.clip(2 * N // K, 2, 16)) if per_root is None else int(per_root)
-    master = _Master(K, H, orb.num_rows, bound * scale * (1 + 1e-9) if cap_total else None)
+    offset = None
+    if block is not None:                  # links no path of <= hops links uses: none
+        over = np.where(net.usable(hops), alpha + net.latency_floor(), 0.0)
+        offset = orb.row_min(over) * scale / block
+    master = _Master(K, H, orb.num_rows, bound * scale * (1 + 1e-9) if cap_total else None,
+                     offset)
     trees: list[TimedTree] = []
     keys: set = set()
 

@@ -96,6 +96,39 @@ class Net:
         """Route latency of a path (link latencies plus forwarding at relays)."""
         return float(sum(self.lat[self.hops(path)]) + sum(self.fwd[list(path[1:-1])]))
 
+    def latency_floor(self) -> np.ndarray:
+        """Per link bundle the least route latency (:meth:`latency`) of a walk from a
+        member to another member over it: what any transfer on the link pays at least
+        (a floor: walks may repeat nodes)."""
+        # an arc costs its latency plus forwarding at its tail (the sender pays none)
+        return np.maximum(self._through(self.lat + self.fwd[self.src], self.fwd), 0.0)
+
+    def usable(self, hops: int) -> np.ndarray:
+        """Per link bundle: is it on a member-to-member walk of at most ``hops`` links
+        (else no path of the pricing can use it)?"""
+        return self._through(np.ones(self.num_links), np.zeros(self.n)) <= hops + 0.5
+
+    def _through(self, w: np.ndarray, tail: np.ndarray) -> np.ndarray:
+        """Per link ``l``: the least (member a -> src l) + w_l + (dst l -> member b) over
+        members ``a != b``, for arc weights ``w`` that charge ``tail`` at their tail
+        (which the sender ``a`` does not pay)."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import dijkstra
+
+        m = np.array(self.members, np.int64)
+        tiny = 1e-300                  # keeps zero-weight arcs in the sparse graph
+        G = csr_matrix((w + tiny, (self.src, self.dst)), shape=(self.n, self.n))
+        to = dijkstra(G, indices=m)[:, self.src] - tail[m][:, None] + tail[self.src][None, :]
+        to[m[:, None] == self.src[None, :]] = 0.0
+        back = dijkstra(G.T.tocsr(), indices=m)[:, self.dst]
+        back[m[:, None] == self.dst[None, :]] = 0.0
+        ia, ib = np.argsort(to, axis=0)[:2], np.argsort(back, axis=0)[:2]
+        cols = np.arange(self.num_links)
+        a0, a1 = to[ia[0], cols], to[ia[1], cols]
+        b0, b1 = back[ib[0], cols], back[ib[1], cols]
+        best = np.where(ia[0] != ib[0], a0 + b0, np.minimum(a0 + b1, a1 + b0))
+        return best + w - tail[self.src]
+
     def hop_limits(self) -> tuple[int, ...]:
         """Path-length limits worth trying: the fewest hops that keep the members
         strongly connected (short paths: less latency per step) and the fewest that
