@@ -212,7 +212,7 @@ def _horizon(topology, group, packing, net, block, alpha, reverse, steps, resolu
     lo = max(1, math.ceil(math.log2(len(group))))
     horizons = [steps] if steps is not None else range(lo, 2 * lo + 5)
     best = None
-    ell = alpha + float(net.latency_floor().min())
+    ell = _least_step(net, alpha, hops)
     for H in horizons:
         if steps is not None:
             require(isinstance(H, int) and H >= 1, f"steps must be an integer >= 1, got {H!r}")
@@ -245,12 +245,12 @@ def _scan(topology, group, packing, net, block, alpha, reverse, hops, deadline
     (:func:`~topocoll.topology.timedlp.invariant_lp`, one row per link orbit: cheap
     enough to try every horizon from ``ceil(log2 N)`` on), with alpha and latency in
     its rows: the estimate is its value. Stops after :data:`_SCAN_PATIENCE` horizons
-    without improvement, when no longer horizon can be faster (each step costs alpha
-    plus the least route latency on top of the bound), within :data:`TIMED_GOOD` of the
-    bound, at :data:`MAX_STEPS` or at the deadline."""
+    without improvement, when more steps cannot save what one more costs (the
+    bandwidth above the bound is below alpha plus the least route latency), within
+    :data:`TIMED_GOOD` of the bound, at :data:`MAX_STEPS` or at the deadline."""
     best = None
     worse = 0
-    ell = alpha + float(net.latency_floor().min())
+    ell = _least_step(net, alpha, hops)
     for H in range(max(1, math.ceil(math.log2(len(group)))), MAX_STEPS + 1):
         try:
             inv = invariant_lp(topology, group, steps=H, reverse=reverse, hops=hops,
@@ -277,8 +277,13 @@ def _excess(lp: TimedLP, net: Net, block: float, alpha: float, hops: int) -> flo
     ``alpha``) exceeds the bound, at most: every step carries at least ``alpha`` plus
     the least floor of the links usable within ``hops``, so its bandwidth part is at
     most ``value b - H (alpha + that floor)``."""
-    over = alpha + float(net.latency_floor()[net.usable(hops)].min())
-    return (lp.value - lp.bound) * block - lp.steps * over
+    return (lp.value - lp.bound) * block - lp.steps * _least_step(net, alpha, hops)
+
+
+def _least_step(net: Net, alpha: float, hops: int) -> float:
+    """What a step costs at least: alpha plus the least latency floor of a link usable
+    within ``hops``."""
+    return alpha + float(net.latency_floor()[net.usable(hops)].min())
 
 
 #: Horizons without improvement after which :func:`_scan` stops.
