@@ -131,3 +131,14 @@ def test_links_beyond_the_hop_limit_charge_nothing():
     bw = timed_lp(t, steps=H, hops=2)
     lat = timed_lp(t, steps=H, hops=2, block=block, alpha=alpha)
     assert lat.value * block == pytest.approx(bw.value * block + H * (alpha + 2e-6), rel=1e-9)
+
+
+def test_bad_block_or_alpha_names_the_field():
+    from topocoll.errors import NotSupportedError
+
+    t = ring(4)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(NotSupportedError, match="block"):
+            timed_lp(t, steps=2, block=bad)
+    with pytest.raises(NotSupportedError, match="alpha"):
+        invariant_lp(t, steps=2, block=1e6, alpha=-1e-6)

@@ -471,6 +471,11 @@ def _generate(net: Net, orb: _Orbits, H: int, hops: int, bound: float,
               duals: dict | None = None, block: float | None = None,
               alpha: float = 0.0) -> TimedLP:
     """Column generation over rep-root trees; the result holds the rep trees."""
+    if block is not None and not (np.isfinite(block) and block > 0):
+        raise NotSupportedError(f"block must be a positive number of bytes, got {block!r}")
+    if not (np.isfinite(alpha) and alpha >= 0):
+        raise NotSupportedError(f"alpha must be a non-negative number of seconds, got "
+                                f"{alpha!r}")
     N = len(net.members)
     scale = net.bw_max                     # LP time unit: 1 / bw_max seconds per byte
     K = len(orb.reps)
