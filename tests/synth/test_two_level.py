@@ -347,3 +347,51 @@ def test_spread_transfers_with_explicit_choices_matches_the_default():
     # rotated choices: pair k's piece m on choice k + m; pieces that meet merge
     c = spread_transfers(t, src, dst, k, m, ch, 8, choice=k + m)
     assert sorted(c[2][1].tolist()) == list(range(24))
+
+
+def test_coarsest_units_by_bisection():
+    from topocoll.synth.two_level_plan import ROUNDING_SLACK, _coarsest
+
+    choices = [4, 8, 16, 32, 64, 128]
+    calls = []
+
+    def solve(err_at):                 # rounding loss c / U, infeasible below 8 units
+        def f(U):
+            calls.append(U)
+            if U < 8:
+                return None
+            return (1.0 + err_at / U, np.full(3, U))
+        return f
+
+    # within the slack from 32 units on: the coarsest such, in 1 + log2 solves
+    t, U, cum = _coarsest(choices, solve(ROUNDING_SLACK * 20), 1.0)
+    assert U == 32 and t == pytest.approx(1.0 + ROUNDING_SLACK * 20 / 32)
+    assert cum.dtype == np.int64 and len(calls) <= 4
+    # never within the slack: the finest
+    calls.clear()
+    assert _coarsest(choices, solve(1.0), 1.0)[1] == 128 and calls == [128]
+    # the finest infeasible: the next finer feasible one is tried first
+    assert _coarsest([8, 16, 4096], lambda U: None if U > 100 else (1.0, np.zeros(1)),
+                     1.0)[1] == 8
+    assert _coarsest([4], solve(1.0), 1.0) is None
+
+
+@pytest.mark.parametrize("relay", [False, True])
+def test_step_scan_stops_only_where_no_longer_plan_is_faster(relay):
+    # the overlap LP's value never grows with the step count, so the scan may stop once
+    # the longest horizon's value plus S + 1 step costs reaches the best so far: the
+    # chosen count is the one a full scan picks
+    from topocoll.synth.two_level_plan import MAX_STEPS, _lp
+
+    t = mi250(2)
+    g = tuple(range(16))
+    frame = _Frame(t, g, two_level_groups(t, g), relay=relay)
+    rates, lat = frame.unit_rates()
+    depth = 2 if frame.relayed else 1
+    vals = {S: _lp(rates, S, phases=frame.phases) for S in range(depth + 1, MAX_STEPS + 1)}
+    vals = {S: v[0] for S, v in vals.items() if v is not None}
+    seq = [vals[S] for S in sorted(vals)]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(seq, seq[1:], strict=False))
+    block, alpha = M / 16, 0.0
+    full = min(vals, key=lambda S: block * vals[S] + S * (alpha + lat))
+    assert _Plan(frame, M, alpha, None, 8).steps == full

@@ -448,6 +448,36 @@ def _lp(rates: np.ndarray, S: int, U: int | None = None,
     return res_fun * scale, cum
 
 
+def _coarsest(choices: list[int], solve, lp_t: float):
+    """``(time, units, cum)`` of the fewest units per block among ``choices`` (ascending)
+    whose whole-unit plan is within :data:`ROUNDING_SLACK` of the LP time ``lp_t``, by
+    bisection (the rounding loss shrinks as units grow); the finest feasible plan if
+    none is. ``solve(U)`` is the whole-unit program (None: infeasible)."""
+    def good(sol) -> bool:
+        return sol is not None and sol[0] <= lp_t * (1 + ROUNDING_SLACK)
+
+    sols: dict[int, tuple | None] = {}
+    hi = None
+    for i in range(len(choices) - 1, -1, -1):     # the finest feasible one first
+        sols[i] = solve(choices[i])
+        if sols[i] is not None:
+            hi = i
+            break
+    if hi is None:
+        return None
+    if good(sols[hi]):
+        lo = -1                                   # choices[lo] fails, choices[hi] is good
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            sols[mid] = solve(choices[mid])
+            if good(sols[mid]):
+                hi = mid
+            else:
+                lo = mid
+    sol = sols[hi]
+    return sol[0], choices[hi], sol[1].astype(np.int64)
+
+
 class _Plan:
     """Steps and units of one allgather-shaped part."""
 
@@ -459,11 +489,18 @@ class _Plan:
         depth = 2 if frame.relayed else 1
         best = None
         tries = range(depth + 1, MAX_STEPS + 1) if steps is None else (steps + depth,)
+        # the LP's value does not grow with S (a step may stay empty), so none of more
+        # than S steps beats ``best`` once the longest horizon's value plus S + 1 step
+        # costs does not
+        last = _lp(rates, MAX_STEPS, phases=frame.phases) if steps is None else None
         for S in tries:
             sol = _lp(rates, S, phases=frame.phases)
             if sol is not None and (best is None
                                     or block * sol[0] + S * (alpha + lat) < best[0]):
                 best = (block * sol[0] + S * (alpha + lat), S, sol[0])
+            if best is not None and last is not None and \
+                    block * last[0] + (S + 1) * (alpha + lat) >= best[0]:
+                break
         require(best is not None, "the two-level overlap LP found no plan")
         _, S, lp_t = best
         cap = max(1, ENTRY_BUDGET // max(1, frame.entries_per_piece() * frame.period))
@@ -474,16 +511,9 @@ class _Plan:
             require(isinstance(units, int) and units >= 1,
                     f"units must be an integer >= 1, got {units!r}")
             choices = [units]
-        pick = None
         frac = _lp(rates, S, phases=frame.phases)[1]
-        for U in choices:
-            sol = _lp(rates, S, U, phases=frame.phases, start=frac)
-            if sol is None:
-                continue
-            if pick is None or sol[0] < pick[0] - 1e-15:
-                pick = (sol[0], U, sol[1].astype(np.int64))
-            if sol[0] <= lp_t * (1 + ROUNDING_SLACK):
-                break
+        pick = _coarsest(choices, lambda U: _lp(rates, S, U, phases=frame.phases,
+                                                 start=frac), lp_t)
         require(pick is not None, "the two-level overlap found no whole-unit plan")
         self.lp_time = block * lp_t
         self.rounded_time, self.units, self.cum = block * pick[0], pick[1], pick[2]
