@@ -88,6 +88,8 @@ class Net:
         self.bw_max = float(self.bw.max())
         self.inv_c = self.bw_max / self.bw
         self.num_links = len(keys)
+        self._floor: np.ndarray | None = None      # latency_floor(), computed once
+        self._usable: dict[int, np.ndarray] = {}   # usable(hops) per hop limit
 
     def hops(self, path: Path) -> list[int]:
         return [self.index[a, b] for a, b in zip(path, path[1:], strict=False)]
@@ -99,14 +101,27 @@ class Net:
     def latency_floor(self) -> np.ndarray:
         """Per link bundle the least route latency (:meth:`latency`) of a walk from a
         member to another member over it: what any transfer on the link pays at least
-        (a floor: walks may repeat nodes)."""
-        # an arc costs its latency plus forwarding at its tail (the sender pays none)
-        return np.maximum(self._through(self.lat + self.fwd[self.src], self.fwd), 0.0)
+        (a floor: walks may repeat nodes).
+
+        >>> from topocoll.topology import star
+        >>> (Net(star(3), None, False).latency_floor() * 1e6).round(3).tolist()
+        [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+        """
+        if self._floor is None:
+            # an arc costs its latency plus forwarding at its tail (the sender pays none)
+            self._floor = np.maximum(self._through(self.lat + self.fwd[self.src],
+                                                   self.fwd), 0.0)
+            self._floor.flags.writeable = False
+        return self._floor
 
     def usable(self, hops: int) -> np.ndarray:
         """Per link bundle: is it on a member-to-member walk of at most ``hops`` links
         (else no path of the pricing can use it)?"""
-        return self._through(np.ones(self.num_links), np.zeros(self.n)) <= hops + 0.5
+        if hops not in self._usable:
+            u = self._through(np.ones(self.num_links), np.zeros(self.n)) <= hops + 0.5
+            u.flags.writeable = False
+            self._usable[hops] = u
+        return self._usable[hops]
 
     def _through(self, w: np.ndarray, tail: np.ndarray) -> np.ndarray:
         """Per link ``l``: the least (member a -> src l) + w_l + (dst l -> member b) over
