@@ -26,12 +26,12 @@ SIZES = (64, 1024, 4096)
 
 def run_case(algorithm: str, fabric: str, p: int) -> dict:
     from topocoll.cost import AlphaBeta
-    from topocoll.synth import find_synthesizer
+    from topocoll.selection import find_algorithm
     from topocoll.topology import ring, star
     from topocoll.verification import verify
 
     warm = ring(8) if fabric == "ring" else star(8)     # compile numba kernels outside timing
-    syn = find_synthesizer(algorithm, "allreduce")
+    syn = find_algorithm(algorithm, "allreduce")
     verify(syn(warm), warm)
     AlphaBeta().evaluate(syn(warm), warm, 2**20)
 

@@ -45,8 +45,8 @@ def _topology(spec: str):
 
 def run_timing(spec: str) -> dict:
     from topocoll.topology import ring
-    from topocoll.topology.maxflow import allgather_optimum
-    from topocoll.topology.packing import optimal_packing
+    from topocoll.optimum.maxflow import allgather_optimum
+    from topocoll.optimum.packing import optimal_packing
 
     optimal_packing(ring(4))                       # compile / load the kernel
     t = _topology(spec)
@@ -67,7 +67,7 @@ def run_timing(spec: str) -> dict:
 def _exact(spec: str):
     """Topology, 1 GiB and the exact AG/RS/AR bounds at that size."""
     from topocoll.collective import make_collective
-    from topocoll.cost.bounds import cut_bound
+    from topocoll.optimum.bounds import cut_bound
 
     t = _topology(spec)
     M = 2.0**30
@@ -81,23 +81,23 @@ def _exact(spec: str):
 def run_quality(spec: str) -> dict:
     from topocoll.cost import AlphaBeta
     from topocoll.errors import NotSupportedError
-    from topocoll.synth import find_synthesizer
+    from topocoll.selection import find_algorithm
 
     t, M, ex = _exact(spec)
     row = {"topology": spec, "ranks": t.num_ranks}
     for kind in ("allgather", "reduce_scatter", "allreduce"):
-        syn = find_synthesizer("optimal", kind)
+        syn = find_algorithm("optimal", kind)
         for label, kw in (("default", {"pipeline": "batches"}),
                           ("long", {"budget": 400_000, "pipeline": "batches"}),
                           ("weighted", {"budget": 400_000, "pipeline": "weighted"})):
             s = syn(t, **kw)
             row[f"{kind}_{label}"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
     try:
-        s = find_synthesizer("optimal", "allgather")(t, pipeline="fluid")
+        s = find_algorithm("optimal", "allgather")(t, pipeline="fluid")
         row["allgather_fluid"] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex["allgather"]
     except NotSupportedError:                      # too many tree arcs for the LP
         row["allgather_fluid"] = None
-    ad = find_synthesizer("topology_adaptive", "allreduce")(t, budget=400_000)
+    ad = find_algorithm("topology_adaptive", "allreduce")(t, budget=400_000)
     row["adaptive_long"] = AlphaBeta(bound=False).evaluate(ad, t, M).time / ex["allreduce"]
     return row
 
@@ -131,12 +131,12 @@ CHOICE = {"batches": "b", "timed": "t", "spread": "s", "swing": "w",
 def run_timed(spec: str) -> dict:
     from topocoll.cost import AlphaBeta
     from topocoll.errors import NotSupportedError
-    from topocoll.synth import find_synthesizer
+    from topocoll.selection import find_algorithm
 
     t, M, ex = _exact(spec)
     row = {"topology": spec, "ranks": t.num_ranks}
-    syn = find_synthesizer("optimal", "allgather")
-    find_synthesizer("optimal", "allgather")(__import__("topocoll.topology", fromlist=["ring"])
+    syn = find_algorithm("optimal", "allgather")
+    find_algorithm("optimal", "allgather")(__import__("topocoll.topology", fromlist=["ring"])
                                              .ring(4), pipeline="timed", steps=2)   # compile
     for label, kw in (("batches", {"pipeline": "batches"}), ("timed", {"pipeline": "timed"})):
         t0 = time.perf_counter()
@@ -153,12 +153,12 @@ def run_timed(spec: str) -> dict:
             row["timed_gap"] = float(s.meta.get("timed_gap", "nan"))
     for kind in ("allgather", "reduce_scatter", "allreduce"):
         t0 = time.perf_counter()
-        s = find_synthesizer("optimal", kind)(t)
+        s = find_algorithm("optimal", kind)(t)
         row[f"{kind}_s"] = time.perf_counter() - t0
         row[kind] = AlphaBeta(bound=False).evaluate(s, t, M).time / ex[kind]
         row[f"{kind}_choice"] = s.meta.get("auto", "batches").split(" ")[0]
-    from topocoll.topology.groupbound import group_lower_bound
-    from topocoll.topology.stockbound import stock_lower_bound
+    from topocoll.optimum.groupbound import group_lower_bound
+    from topocoll.optimum.stockbound import stock_lower_bound
 
     # no allgather with barrier steps is faster (the stronger of the two certificates)
     row["floor"] = max(stock_lower_bound(t, M).time, group_lower_bound(t, M).time) / \
@@ -168,16 +168,16 @@ def run_timed(spec: str) -> dict:
 
 def run_random(seed: str) -> dict:
     from topocoll.cost import AlphaBeta
-    from topocoll.synth import find_synthesizer
+    from topocoll.selection import find_algorithm
 
     k = int(seed)
     n, spread = 5 + k % 8, (1, 3, 10, 30, 100)[k % 5]
     t, M, bounds = _exact(f"random:{n},spread={spread},density=0.6,seed={k}")
     ex = bounds["allgather"]
     t0 = time.perf_counter()
-    s = find_synthesizer("optimal", "allgather")(t)
+    s = find_algorithm("optimal", "allgather")(t)
     el = time.perf_counter() - t0
-    b = find_synthesizer("optimal", "allgather")(t, pipeline="batches")
+    b = find_algorithm("optimal", "allgather")(t, pipeline="batches")
     return {"seed": k, "ratio": AlphaBeta(bound=False).evaluate(s, t, M).time / ex,
             "batches": AlphaBeta(bound=False).evaluate(b, t, M).time / ex,
             "choice": s.meta.get("auto", "batches").split(" ")[0], "seconds": el}

@@ -55,7 +55,7 @@ def _random_flows(topo, n_flows: int, seed: int):
 
 def cases(quick: bool):
     from topocoll.synth.hierarchical import hierarchical_allreduce
-    from topocoll.synth.registry import find_synthesizer
+    from topocoll.selection import find_algorithm
     from topocoll.synth.ring import bidirectional_ring_allreduce, ring_allreduce
     from topocoll.topology import ring, torus
     from topocoll.topology.spec import parse_spec
@@ -68,7 +68,7 @@ def cases(quick: bool):
     yield ("1,000 random flows (ECMP)", "fat-tree k=8 (128 servers)",
            lambda: parse_spec("fattree:k=8,bw=100Gbps,lat=1us,routing=ecmp"),
            lambda t: _random_flows(t, 1000, 0), 16 * 2.0**20)
-    for name, syn in (("Swing allreduce 1 GiB", find_synthesizer("swing", "allreduce")),
+    for name, syn in (("Swing allreduce 1 GiB", find_algorithm("swing", "allreduce")),
                       ("bidirectional ring allreduce 1 GiB", bidirectional_ring_allreduce),
                       ("hierarchical allreduce 1 GiB", hierarchical_allreduce)):
         yield (name, f"torus {side}x{side}",

@@ -2,7 +2,7 @@
 
 Run with::
 
-    .venv/bin/python benchmarks/bench_treelp.py [--quick] [--time-limit SECONDS]
+    .venv/bin/python benchmarks/bench_treelp.py [--quick] [--rounds N]
 
 Prints two Markdown tables:
 
@@ -14,7 +14,7 @@ Prints two Markdown tables:
    and the free-partition schedule costed by AlphaBeta (alpha = 0, batches chosen by
    the model for 1 GiB);
 2. column-generation time for 8..256 ranks: iterations, seconds, proved optimal or
-   the certified gap at the time limit.
+   the certified gap after ``--rounds`` master solves (work, not seconds).
 
 Each timing row runs in a fresh subprocess (wall clock, HiGHS single-threaded).
 """
@@ -45,12 +45,12 @@ TIMING = ["ring:8", "dgx:2,gpus=4", "torus:4x4", "random:16,spread=10,density=0.
 def quality(spec: str) -> dict:
     from topocoll.collective import allreduce
     from topocoll.cost import AlphaBeta
-    from topocoll.cost.bounds import lower_bound
+    from topocoll.optimum.bounds import lower_bound
     from topocoll.errors import TopocollError
     from topocoll.synth.adaptive import _fixed_fluid, _forests
     from topocoll.synth.free_partition import free_partition_allreduce, tree_lp
     from topocoll.topology import parse_spec
-    from topocoll.topology.maxflow import allgather_optimum
+    from topocoll.optimum.maxflow import allgather_optimum
 
     t = parse_spec(spec)
     group = tuple(range(t.num_ranks))
@@ -73,19 +73,19 @@ def quality(spec: str) -> dict:
             "P": s.meta["batches"]}
 
 
-def timing(spec: str, limit: float) -> dict:
+def timing(spec: str, limit: int) -> dict:
     from topocoll.topology import parse_spec
-    from topocoll.topology.treelp import tree_allreduce_lp
+    from topocoll.optimum.treelp import tree_allreduce_lp
 
     t = parse_spec(spec)
-    lp = tree_allreduce_lp(t, time_limit=limit)
+    lp = tree_allreduce_lp(t, max_iterations=limit)
     arcs = len({(lk.src, lk.dst) for lk in t.links})
     return {"spec": spec, "n": t.num_ranks, "arcs": arcs, "it": lp.iterations,
             "sec": lp.seconds, "optimal": lp.optimal, "gap": lp.gap, "trees": len(lp.trees)}
 
 
-def _sub(kind: str, spec: str, limit: float) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", kind, spec, "--time-limit",
+def _sub(kind: str, spec: str, limit: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", kind, spec, "--rounds",
                           str(limit)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -97,12 +97,12 @@ def _ms(x):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--time-limit", type=float, default=300.0)
+    ap.add_argument("--rounds", type=int, default=5000)
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
         kind, spec = a.one
-        print(json.dumps(quality(spec) if kind == "quality" else timing(spec, a.time_limit)))
+        print(json.dumps(quality(spec) if kind == "quality" else timing(spec, a.rounds)))
         return
     specs = QUALITY[:6] if a.quick else QUALITY
     print("| topology | ranks | LP free partitions (ms) | RS+AG optimum (ms) | fixed-partition "
@@ -110,7 +110,7 @@ def main() -> None:
           "| rounding loss | LP iterations | LP s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for spec in specs:
-        r = _sub("quality", spec, a.time_limit)
+        r = _sub("quality", spec, a.rounds)
         ratio = "n/a" if r["rsag"] is None else f"{r['rsag'] / r['lp']:.3f}"
         print(f"| `{spec}` | {r['n']} | {_ms(r['lp'])}{'' if r['optimal'] else ' (capped)'} | "
               f"{_ms(r['rsag'])} | {_ms(r['fixed'])} ({r['forests']}) | {_ms(r['lb'])} | "
@@ -121,9 +121,9 @@ def main() -> None:
     print("| topology | ranks | arcs | iterations | seconds | optimal | certified gap | trees |")
     print("|---|---|---|---|---|---|---|---|")
     for spec in specs:
-        r = _sub("timing", spec, a.time_limit)
+        r = _sub("timing", spec, a.rounds)
         print(f"| `{spec}` | {r['n']} | {r['arcs']} | {r['it']} | {r['sec']:.2f} | "
-              f"{'yes' if r['optimal'] else 'no (time limit)'} | {r['gap']:.2e} | "
+              f"{'yes' if r['optimal'] else 'no (round cap)'} | {r['gap']:.2e} | "
               f"{r['trees']} |", flush=True)
 
 

@@ -50,20 +50,20 @@ def scenario(kind: str, n: int, spread: float, seed: int):
 
 def measure(spec) -> dict:
     from topocoll.cost import AlphaBeta
-    from topocoll.synth import find_synthesizer
+    from topocoll.selection import find_algorithm
     from topocoll.topology import parse_spec
 
     t = parse_spec(spec) if isinstance(spec, str) else spec
     model = AlphaBeta(bound=False)
     out: dict = {}
-    adaptive = find_synthesizer("topology_adaptive", "allreduce")
+    adaptive = find_algorithm("topology_adaptive", "allreduce")
     for M in SIZES:
         row = {f"adaptive_{v}": model.evaluate(adaptive(t, size=M, budget=200_000,
                                                         partition=v), t, M).time
                for v in ("fixed", "free")}
         row["topology_adaptive"] = min(row["adaptive_fixed"], row["adaptive_free"])
         for name in BASELINES:
-            syn = find_synthesizer(name, "allreduce")
+            syn = find_algorithm(name, "allreduce")
             if name == "double_binary_tree":
                 row[name] = min(model.evaluate(syn(t, pipeline=p), t, M).time
                                 for p in (1, 4, 16, 64))

@@ -1,7 +1,7 @@
 """The common test: every synthesizer on every applicable topology, for rank counts 2..64.
 
 Each schedule must verify, cost at least the lower bound under the analytical model, and
-survive a JSON round trip unchanged. Adding a synthesizer to SYNTHESIZERS enrols it here.
+survive a JSON round trip unchanged. Adding a synthesizer to ALGORITHMS enrols it here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from topocoll.cost import AlphaBeta
 from topocoll.schedule import schedule_from_dict, schedule_to_dict
-from topocoll.synth import SYNTHESIZERS
+from topocoll.selection import ALGORITHMS
 from topocoll.topology.spec import parse_spec
 from topocoll.verification import verify
 
@@ -54,23 +54,23 @@ def _check(syn, spec: str, model: AlphaBeta) -> None:
     assert _same(back, s)
 
 
-@pytest.mark.parametrize("syn", SYNTHESIZERS, ids=lambda s: f"{s.name}-{s.kind}")
+@pytest.mark.parametrize("syn", ALGORITHMS, ids=lambda s: f"{s.name}-{s.kind}")
 def test_every_synthesizer_sweep(syn):
     model = AlphaBeta()
     for spec in SWEEP:
         _check(syn, spec, model)
 
 
-@pytest.mark.parametrize("syn", SYNTHESIZERS, ids=lambda s: f"{s.name}-{s.kind}")
+@pytest.mark.parametrize("syn", ALGORITHMS, ids=lambda s: f"{s.name}-{s.kind}")
 @pytest.mark.parametrize("spec", SHAPED)
 def test_every_synthesizer_shaped(syn, spec):
     _check(syn, spec, AlphaBeta())
 
 
 def test_registry_names_are_stable_identifiers():
-    names = {(s.name, s.kind) for s in SYNTHESIZERS}
-    assert len(names) == len(SYNTHESIZERS), "duplicate (name, kind) in SYNTHESIZERS"
-    for s in SYNTHESIZERS:
+    names = {(s.name, s.kind) for s in ALGORITHMS}
+    assert len(names) == len(ALGORITHMS), "duplicate (name, kind) in ALGORITHMS"
+    for s in ALGORITHMS:
         assert s.name.replace("_", "").isalnum() and s.name == s.name.lower()
-    kinds = {s.kind for s in SYNTHESIZERS}
+    kinds = {s.kind for s in ALGORITHMS}
     assert kinds >= {"allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall"}

@@ -37,7 +37,7 @@ from .errors import TopocollError
 
 __all__ = ["Collective", "COLLECTIVE_KINDS", "REDUCING_KINDS", "ChunkSets",
            "allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall",
-           "make_collective", "busbw_factor"]
+           "make_collective", "busbw_factor", "CollectiveError"]
 
 COLLECTIVE_KINDS = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 REDUCING_KINDS = frozenset({"reduce_scatter", "allreduce", "reduce"})

@@ -6,7 +6,7 @@ import csv
 import io
 from collections.abc import Sequence
 
-from .optimize.compare import CompareRow
+from .selection.compare import CompareRow
 from .units import format_rate, format_size, format_time
 
 __all__ = ["compare_table", "compare_markdown", "compare_csv", "demo_markdown"]
@@ -32,7 +32,7 @@ def compare_markdown(rows: Sequence[CompareRow]) -> str:
 
     Examples
     --------
-    >>> from topocoll.optimize import CompareRow
+    >>> from topocoll.selection import CompareRow
     >>> row = CompareRow("ring", "allreduce", 1024.0, 1e-5, 1.024e8, 1.792e8, 5e-6, 0.5,
     ...                  True, 14, 112)
     >>> print(compare_markdown([row]).splitlines()[2])

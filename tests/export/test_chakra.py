@@ -16,7 +16,7 @@ from topocoll.export.chakra import (
     frame,
     write_chakra,
 )
-from topocoll.synth import SYNTHESIZERS
+from topocoll.selection import ALGORITHMS
 from topocoll.topology.spec import parse_spec
 
 GOLDEN_HEX = (
@@ -36,7 +36,7 @@ def test_golden_bytes_from_formats_md():
                       "attr": {"comm_type": 0, "comm_size": 4194304}}]
 
 
-@pytest.mark.parametrize("syn", SYNTHESIZERS, ids=lambda s: f"{s.name}-{s.kind}")
+@pytest.mark.parametrize("syn", ALGORITHMS, ids=lambda s: f"{s.name}-{s.kind}")
 def test_traces_decode_and_match(syn):
     for spec in ("hier:ring(2)x ring(3)", "ring:6", "torus:3x3",
                  "twotier:racks=3,hosts=2,oversub=2"):   # the first that applies

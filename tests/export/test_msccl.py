@@ -10,7 +10,7 @@ import pytest
 
 from topocoll.errors import NotSupportedError, ScheduleError
 from topocoll.export.msccl import DIALECTS, MscclLimits, from_msccl_xml, to_msccl_xml
-from topocoll.synth import SYNTHESIZERS, find_synthesizer
+from topocoll.selection import ALGORITHMS, find_algorithm
 from topocoll.topology.spec import parse_spec
 from topocoll.verification import verify
 
@@ -20,7 +20,7 @@ KINDS = ("allreduce", "allgather", "reduce_scatter")
 
 
 def _cases():
-    for syn in SYNTHESIZERS:
+    for syn in ALGORITHMS:
         if syn.kind in KINDS:
             for spec in SPECS:
                 yield pytest.param(syn, spec, id=f"{syn.name}-{syn.kind}-{spec}")
@@ -87,7 +87,7 @@ def test_round_trip_verifies(syn, spec):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_level_round_trip_on_racks(kind):
-    syn = find_synthesizer("two_level", kind)
+    syn = find_algorithm("two_level", kind)
     test_round_trip_verifies(syn, "twotier:racks=3,hosts=2,oversub=2")
 
 

@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from topocoll.runtime import chunk_bounds  # noqa: E402
-from topocoll.synth import SYNTHESIZERS  # noqa: E402
+from topocoll.selection import ALGORITHMS  # noqa: E402
 from topocoll.topology.spec import parse_spec  # noqa: E402
 
 WORLD = 9
@@ -59,7 +59,7 @@ def _specs_run(cases, syn) -> set[str]:
 
 def test_every_synthesizer_ran_on_every_group_size_it_applies_to(battery):
     cases = set(battery[0]["cases"])
-    for syn in SYNTHESIZERS:
+    for syn in ALGORITHMS:
         ran = _specs_run(cases, syn)
         assert ran, f"{syn.name} {syn.kind} never ran"
         for p in range(2, WORLD + 1):
@@ -67,7 +67,7 @@ def test_every_synthesizer_ran_on_every_group_size_it_applies_to(battery):
                 assert f"ring:{p}" in ran, f"{syn.name} {syn.kind} did not run on ring:{p}"
     # the last rank takes part only in the WORLD-rank group: every schedule it ran spans it
     last = set(battery[WORLD - 1]["cases"])
-    for syn in SYNTHESIZERS:
+    for syn in ALGORITHMS:
         for spec in _specs_run(last, syn):
             assert parse_spec(spec).num_ranks == WORLD, (syn.name, spec)
 

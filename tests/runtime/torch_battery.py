@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from topocoll import runtime as rt
-from topocoll.synth import SYNTHESIZERS
+from topocoll.selection import ALGORITHMS
 from topocoll.topology.spec import parse_spec
 
 R = dist.ReduceOp
@@ -224,7 +224,7 @@ def main():
                 continue
             run_duplex(chk, p, duplex, rank)
             for spec in specs(p):
-                for syn in SYNTHESIZERS:
+                for syn in ALGORITHMS:
                     run_case(chk, syn, spec, p, group, rank)
             if p in (3, 8):
                 run_dtypes(chk, p, group, rank)

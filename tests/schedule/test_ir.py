@@ -153,3 +153,26 @@ def test_reverse_of_broadcast_is_reduce():
     r = reverse(s, reduce(4, root=1))
     assert [len(st) for st in r.steps] == [1, 2]
     assert verify(r).ok
+
+
+# ------------------------------------------------------------------ fingerprint
+def test_schedule_fingerprint_survives_files(tmp_path):
+    from topocoll.schedule import load_schedule, save_schedule
+    from topocoll.synth import ring_allreduce
+    from topocoll.topology import torus
+
+    s = ring_allreduce(torus((4, 4)))
+    for name in ("s.json", "s.npz"):
+        save_schedule(s, tmp_path / name)
+        assert load_schedule(tmp_path / name).fingerprint() == s.fingerprint()
+    assert s.replace(meta={"a": "1"}).fingerprint() != s.fingerprint()
+    assert s.replace(name="x").fingerprint() != s.fingerprint()
+
+
+def test_schedule_fingerprint_is_pinned():
+    from topocoll.synth import ring_allreduce
+    from topocoll.topology.spec import parse_spec
+
+    s = ring_allreduce(parse_spec("torus:4x4,bw=400Gbps,lat=100ns"))
+    assert s.fingerprint() == (
+        "2f1e51b70481abca6e04902e9aaafa1725c6109b83b668b1f277b14ca1bfc0fd")

@@ -19,7 +19,7 @@ from topocoll.collective import allreduce
 from topocoll.errors import ScheduleError
 from topocoll.schedule import Op, Schedule, Transfer
 from topocoll.schedule.lower import Piece, lower, runs
-from topocoll.synth import SYNTHESIZERS
+from topocoll.selection import ALGORITHMS
 from topocoll.topology.spec import parse_spec
 
 SPECS = [f"ring:{p}" for p in range(2, 10)] + [
@@ -83,7 +83,7 @@ def check_result(program, seed=0):
 
 
 def _cases():
-    for syn in SYNTHESIZERS:
+    for syn in ALGORITHMS:
         for spec in SPECS:
             yield pytest.param(syn, spec, id=f"{syn.name}-{syn.kind}-{spec}")
 

@@ -10,12 +10,12 @@ import pytest
 from _refcheck import assert_correct, sent
 
 from topocoll.errors import NotSupportedError
+from topocoll.selection import find_algorithm
 from topocoll.synth import (
     direct_allgather,
     direct_allreduce,
     direct_alltoall,
     direct_reduce_scatter,
-    find_synthesizer,
     pairwise_alltoall,
     parameter_server_allreduce,
 )
@@ -109,7 +109,7 @@ def test_registry_entries():
                              ("direct", "alltoall", direct_alltoall),
                              ("pairwise", "alltoall", pairwise_alltoall),
                              ("parameter_server", "allreduce", parameter_server_allreduce)]:
-        entry = find_synthesizer(name, kind)
+        entry = find_algorithm(name, kind)
         assert entry.func is func
         assert entry.applies(star(5), tuple(range(5))) is None
         assert_correct(entry(star(5)), star(5))
@@ -139,7 +139,7 @@ def test_spread_meets_the_cut_bound_exactly_on_full_bisection_fabrics(make, args
     carries (p - 1) pieces' worth and no switch link more."""
     from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
-    from topocoll.cost.bounds import cut_bound
+    from topocoll.optimum.bounds import cut_bound
 
     t = make(*args, latency=0.0)
     group = tuple(range(t.num_ranks))

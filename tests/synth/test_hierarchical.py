@@ -10,8 +10,8 @@ import pytest
 from _refcheck import assert_correct, sent
 
 from topocoll.errors import NotSupportedError
+from topocoll.selection import find_algorithm
 from topocoll.synth import (
-    find_synthesizer,
     hierarchical_allgather,
     hierarchical_allreduce,
     hierarchical_reduce_scatter,
@@ -130,7 +130,7 @@ def test_not_applicable():
 
 @pytest.mark.parametrize("kind", FUNCS)
 def test_registry_entries(kind):
-    entry = find_synthesizer("hierarchical", kind)
+    entry = find_algorithm("hierarchical", kind)
     assert entry.func is FUNCS[kind]
     assert entry.applies(torus_((2, 3)), tuple(range(6))) is None
     assert "dims" in entry.applies(ring(5, bidirectional=False), tuple(range(5)))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from _refcheck import assert_correct, sent
 
+from topocoll.selection import find_algorithm
 from topocoll.synth import (
     bruck_allgather,
-    find_synthesizer,
     rabenseifner_allreduce,
     recursive_doubling_allgather,
     recursive_doubling_allreduce,
@@ -141,7 +141,7 @@ def test_registry_entries():
                               recursive_halving_reduce_scatter),
                              ("rabenseifner", "allreduce", rabenseifner_allreduce),
                              ("bruck", "allgather", bruck_allgather)]:
-        entry = find_synthesizer(name, kind)
+        entry = find_algorithm(name, kind)
         assert entry.func is func
         for p in (5, 8):
             assert entry.applies(ring(p), tuple(range(p))) is None

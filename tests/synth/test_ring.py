@@ -8,12 +8,11 @@ import pytest
 from _refcheck import assert_correct, sent
 
 from topocoll.errors import TopologyError
+from topocoll.selection import ALGORITHMS, find_algorithm
 from topocoll.synth import (
-    SYNTHESIZERS,
     bidirectional_ring_allgather,
     bidirectional_ring_allreduce,
     bidirectional_ring_reduce_scatter,
-    find_synthesizer,
     ring_allgather,
     ring_allreduce,
     ring_reduce_scatter,
@@ -69,11 +68,11 @@ def test_order_and_subgroups(func):
 
 
 def test_registry_lists_every_ring():
-    names = {(s.name, s.kind) for s in SYNTHESIZERS}
+    names = {(s.name, s.kind) for s in ALGORITHMS}
     for name in ("ring", "bidirectional_ring"):
         for kind in ("allgather", "reduce_scatter", "allreduce"):
             assert (name, kind) in names
-            assert_correct(find_synthesizer(name, kind)(ring(6)), ring(6))
+            assert_correct(find_algorithm(name, kind)(ring(6)), ring(6))
 
 
 # ---- variant="halfway": whole blocks half way round each direction
@@ -91,7 +90,7 @@ def test_halfway_correct_for_every_p(func, p):
 
 @pytest.mark.parametrize("p", [5, 6, 9, 16])
 def test_halfway_moves_the_same_bytes_per_link_as_halves(p):
-    from topocoll.synth._common import step_loads
+    from topocoll.cost.kernel import step_loads
 
     t = ring(p)
     for func in BI:
@@ -103,7 +102,7 @@ def test_halfway_moves_the_same_bytes_per_link_as_halves(p):
 def test_halfway_halves_the_latency_terms_on_a_long_ring():
     from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
-    from topocoll.cost.bounds import cut_bound
+    from topocoll.optimum.bounds import cut_bound
 
     t = ring(128)                                   # 50 GB/s, 1 us links
     M = 2.0**30
@@ -114,7 +113,7 @@ def test_halfway_halves_the_latency_terms_on_a_long_ring():
              for v in ("halves", "halfway")}
     assert ratio["halfway"] == pytest.approx(1 + 64e-6 / bound, rel=1e-9)   # 64 hops of 1 us
     assert ratio["halves"] == pytest.approx(1 + 127e-6 / bound, rel=1e-9)
-    s = find_synthesizer("optimal", "allgather")(t)             # the default takes it
+    s = find_algorithm("optimal", "allgather")(t)             # the default takes it
     assert s.meta["pipeline"] == "halfway_ring"
 
 

@@ -8,9 +8,9 @@ from _refcheck import assert_correct
 
 from topocoll.collective import make_collective
 from topocoll.cost import AlphaBeta
-from topocoll.cost.bounds import cut_bound
 from topocoll.errors import NotSupportedError
-from topocoll.synth import find_synthesizer
+from topocoll.optimum.bounds import cut_bound
+from topocoll.selection import find_algorithm
 from topocoll.synth.ring_cover import (
     hamiltonian_cover,
     ring_cover_allgather,
@@ -97,7 +97,7 @@ def test_heterogeneous_links_get_shares_by_bandwidth():
 
 def test_optimal_default_takes_it_on_a_random_regular_graph():
     t = parse_spec("rrg:32,d=3,seed=1")
-    s = find_synthesizer("optimal", "allgather")(t)
+    s = find_algorithm("optimal", "allgather")(t)
     assert s.meta["pipeline"] == "ring_cover", s.meta
     assert AlphaBeta(bound=False).evaluate(s, t, M).time / _bound("allgather", t) < 1.01
 

@@ -8,7 +8,7 @@ import pytest
 
 from topocoll.cost import AlphaBeta
 from topocoll.errors import NotSupportedError
-from topocoll.synth import SYNTHESIZERS
+from topocoll.selection import ALGORITHMS
 from topocoll.synth.multiport import make_plan, port_dims
 from topocoll.synth.swing import (
     _rule,
@@ -134,7 +134,7 @@ def test_root_outside_group_is_rejected():
 
 
 def test_registry_names():
-    names = {(s.name, s.kind) for s in SYNTHESIZERS}
+    names = {(s.name, s.kind) for s in ALGORITHMS}
     for kind in ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"):
         assert ("swing", kind) in names
     assert ("swing_latency", "allreduce") in names
@@ -190,7 +190,7 @@ def test_subgroups_and_switch_fabrics_verify():
 
 
 def test_compare_lists_swing_and_the_torus_baselines():
-    from topocoll.optimize import compare_algorithms
+    from topocoll.selection import compare_algorithms
     from topocoll.topology.spec import parse_spec
 
     t = parse_spec("torus:8x8,bw=400Gbps,lat=100ns")

@@ -11,6 +11,7 @@ import pytest
 from _refcheck import assert_correct, sent
 
 from topocoll.errors import NotSupportedError
+from topocoll.selection import find_algorithm
 from topocoll.synth import (
     binary_tree_parents,
     binomial_tree_allreduce,
@@ -18,7 +19,6 @@ from topocoll.synth import (
     binomial_tree_reduce,
     double_binary_tree_allreduce,
     double_binary_tree_parents,
-    find_synthesizer,
 )
 from topocoll.topology import ring
 
@@ -146,10 +146,10 @@ def test_double_binary_tree_subgroup_single_rank_and_errors():
 def test_registry_entries():
     for kind, func in [("broadcast", binomial_tree_broadcast), ("reduce", binomial_tree_reduce),
                        ("allreduce", binomial_tree_allreduce)]:
-        entry = find_synthesizer("binomial_tree", kind)
+        entry = find_algorithm("binomial_tree", kind)
         assert entry.func is func
         assert_correct(entry(ring(5), root=3), ring(5))
-    entry = find_synthesizer("double_binary_tree", "allreduce")
+    entry = find_algorithm("double_binary_tree", "allreduce")
     assert entry.func is double_binary_tree_allreduce
     assert entry.tunables == {"pipeline": (1, 2, 4, 8, 16, 32)}
     for value in entry.tunables["pipeline"]:

@@ -8,23 +8,18 @@ from _refcheck import assert_correct
 
 from topocoll.collective import make_collective
 from topocoll.cost import AlphaBeta
-from topocoll.cost.bounds import cut_bound
+from topocoll.cost.kernel import model_time, step_loads
 from topocoll.errors import NotSupportedError, TopologyError
+from topocoll.optimum.bounds import cut_bound
+from topocoll.selection import find_algorithm
 from topocoll.synth import (
     direct_allgather,
-    find_synthesizer,
     two_level_allgather,
     two_level_allreduce,
     two_level_reduce_scatter,
 )
-from topocoll.synth._common import model_time, step_loads
-from topocoll.synth.two_level import (
-    _Frame,
-    _lp,
-    _Plan,
-    two_level_groupings,
-    two_level_groups,
-)
+from topocoll.synth.two_level import two_level_groupings, two_level_groups
+from topocoll.synth.two_level_plan import Frame, Plan, overlap_lp
 from topocoll.topology import Link, Topology, fat_tree, leaf_spine, ring
 from topocoll.topology.scenarios import contention, mi250, two_tier
 from topocoll.verification import verify
@@ -95,7 +90,7 @@ def test_groups_refused_with_reason(topo, group, words):
     why = two_level_groups(topo, group)
     assert isinstance(why, str) and words in why
     with pytest.raises(NotSupportedError, match="two_level"):
-        find_synthesizer("two_level", "allgather")(topo, ranks=list(group))
+        find_algorithm("two_level", "allgather")(topo, ranks=list(group))
 
 
 def test_bad_options_and_ranks():
@@ -141,7 +136,7 @@ def test_lp_reaches_the_closed_form_cut_bound_on_two_tier():
         U = sum(lk.bandwidth for lk in t.links if lk.dst == N and t.is_switch(lk.src))
         closed = max((N - 1) / b, (N - h) / U) * M / N
         assert _bound("allgather", t, tuple(range(N))) == pytest.approx(closed, rel=1e-12)
-        plan = _Plan(_Frame(t, tuple(range(N)), two_level_groups(t, range(N))), M, 0.0,
+        plan = Plan(Frame(t, tuple(range(N)), two_level_groups(t, range(N))), M, 0.0,
                      None, None)
         # where the racks bind, the pipeline's tail costs a little at a finite step count
         assert closed * (1 - 1e-9) <= plan.lp_time <= closed * (1 + 1e-3), (R, h, o)
@@ -154,8 +149,8 @@ def test_schedule_loads_are_the_plans():
     # the integer program's per-step busiest link is what the built schedule puts there
     t = two_tier(4, 4, oversubscription=4)
     g = tuple(range(16))
-    frame = _Frame(t, g, two_level_groups(t, g))
-    plan = _Plan(frame, M, 0.0, None, 8)
+    frame = Frame(t, g, two_level_groups(t, g))
+    plan = Plan(frame, M, 0.0, None, 8)
     s = two_level_allgather(t, units=8)
     load, lat = step_loads(s, t, M)
     assert s.num_steps == plan.steps
@@ -167,12 +162,12 @@ def test_schedule_loads_are_the_plans():
 def test_integer_plan_never_beats_the_fractional_lp():
     t = two_tier(4, 4, oversubscription=4)
     g = tuple(range(16))
-    rates, _ = _Frame(t, g, two_level_groups(t, g)).unit_rates()
+    rates, _ = Frame(t, g, two_level_groups(t, g)).unit_rates()
     for S in (2, 3, 5):
-        frac, cum = _lp(rates, S)
+        frac, cum = overlap_lp(rates, S)
         assert np.allclose(cum[:, -1], 1.0)
         for U in (1, 4, 16):
-            whole, cu = _lp(rates, S, U)
+            whole, cu = overlap_lp(rates, S, U)
             assert whole >= frac * (1 - 1e-9)
             assert (cu[:, -1] == U).all()
             assert (cu[1, 1:] <= cu[0, :-1]).all()      # received only after railed
@@ -204,7 +199,7 @@ def test_contention_on_single_directions():
 
 def test_optimal_default_picks_two_level_on_oversubscribed_two_tier():
     t = two_tier(16, 8, oversubscription=4)
-    s = find_synthesizer("optimal", "allgather")(t)
+    s = find_algorithm("optimal", "allgather")(t)
     assert s.meta["pipeline"] == "two_level"
     assert AlphaBeta(bound=False).evaluate(s, t, M).time <= _bound(
         "allgather", t, tuple(range(128))) * 1.01
@@ -283,9 +278,9 @@ def test_relayed_schedules_are_correct_and_one_hop_inside(kind):
 def test_relayed_schedule_loads_are_the_plans():
     t = mi250(2)
     g = tuple(range(16))
-    frame = _Frame(t, g, two_level_groups(t, g), relay=True)
+    frame = Frame(t, g, two_level_groups(t, g), relay=True)
     assert frame.relayed and [s for s, _ in frame.phases].count("y2") == 2
-    plan = _Plan(frame, M, 0.0, None, 8)
+    plan = Plan(frame, M, 0.0, None, 8)
     s = two_level_allgather(t, units=8, relay="on")
     load, lat = step_loads(s, t, M)
     # 8 units over up to 20 steps: the steps where nothing moves are left out
@@ -350,7 +345,7 @@ def test_spread_transfers_with_explicit_choices_matches_the_default():
 
 
 def test_coarsest_units_by_bisection():
-    from topocoll.synth.two_level_plan import ROUNDING_SLACK, _coarsest
+    from topocoll.synth.two_level_plan import ROUNDING_SLACK, coarsest_units
 
     choices = [4, 8, 16, 32, 64, 128]
     calls = []
@@ -364,16 +359,16 @@ def test_coarsest_units_by_bisection():
         return f
 
     # within the slack from 32 units on: the coarsest such, in 1 + log2 solves
-    t, U, cum = _coarsest(choices, solve(ROUNDING_SLACK * 20), 1.0)
+    t, U, cum = coarsest_units(choices, solve(ROUNDING_SLACK * 20), 1.0)
     assert U == 32 and t == pytest.approx(1.0 + ROUNDING_SLACK * 20 / 32)
     assert cum.dtype == np.int64 and len(calls) <= 4
     # never within the slack: the finest
     calls.clear()
-    assert _coarsest(choices, solve(1.0), 1.0)[1] == 128 and calls == [128]
+    assert coarsest_units(choices, solve(1.0), 1.0)[1] == 128 and calls == [128]
     # the finest infeasible: the next finer feasible one is tried first
-    assert _coarsest([8, 16, 4096], lambda U: None if U > 100 else (1.0, np.zeros(1)),
+    assert coarsest_units([8, 16, 4096], lambda U: None if U > 100 else (1.0, np.zeros(1)),
                      1.0)[1] == 8
-    assert _coarsest([4], solve(1.0), 1.0) is None
+    assert coarsest_units([4], solve(1.0), 1.0) is None
 
 
 @pytest.mark.parametrize("relay", [False, True])
@@ -381,17 +376,17 @@ def test_step_scan_stops_only_where_no_longer_plan_is_faster(relay):
     # the overlap LP's value never grows with the step count, so the scan may stop once
     # the longest horizon's value plus S + 1 step costs reaches the best so far: the
     # chosen count is the one a full scan picks
-    from topocoll.synth.two_level_plan import MAX_STEPS, _lp
+    from topocoll.synth.two_level_plan import MAX_STEPS, overlap_lp
 
     t = mi250(2)
     g = tuple(range(16))
-    frame = _Frame(t, g, two_level_groups(t, g), relay=relay)
+    frame = Frame(t, g, two_level_groups(t, g), relay=relay)
     rates, lat = frame.unit_rates()
     depth = 2 if frame.relayed else 1
-    vals = {S: _lp(rates, S, phases=frame.phases) for S in range(depth + 1, MAX_STEPS + 1)}
+    vals = {S: overlap_lp(rates, S, phases=frame.phases) for S in range(depth + 1, MAX_STEPS + 1)}
     vals = {S: v[0] for S, v in vals.items() if v is not None}
     seq = [vals[S] for S in sorted(vals)]
     assert all(b <= a * (1 + 1e-9) for a, b in zip(seq, seq[1:], strict=False))
     block, alpha = M / 16, 0.0
     full = min(vals, key=lambda S: block * vals[S] + S * (alpha + lat))
-    assert _Plan(frame, M, alpha, None, 8).steps == full
+    assert Plan(frame, M, alpha, None, 8).steps == full

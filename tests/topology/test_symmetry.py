@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from topocoll.errors import NotSupportedError
+from topocoll.optimum.timedlp import _image, invariant_lp, timed_lp
+from topocoll.optimum.timedprice import Net
 from topocoll.topology import Link, Topology, mesh, ring
 from topocoll.topology.spec import parse_spec
 from topocoll.topology.symmetry import rank_symmetry
-from topocoll.topology.timedlp import _image, invariant_lp, timed_lp
-from topocoll.topology.timedprice import Net
 
 
 def _bundles(t: Topology) -> dict:

@@ -94,3 +94,26 @@ def test_queries_on_a_torus():
 def test_forwarding_latency_defaults_to_zero():
     assert star(3).forwarding_latency.tolist() == [0.0] * 4
     assert star(3, switch_latency=2e-7).forwarding_latency.tolist() == [0.0] * 3 + [2e-7]
+
+
+# ------------------------------------------------------------------ fingerprint
+def test_fingerprint_is_by_content():
+    from topocoll.topology.spec import parse_spec
+
+    a = parse_spec("torus:4x4,bw=400Gbps,lat=100ns")
+    # same fabric written differently: units, option order, the name
+    assert a.fingerprint() == parse_spec("torus:4x4,lat=0.1us,bw=50GB/s").fingerprint()
+    assert a.fingerprint() == Topology("other", a.num_ranks, a.num_switches, a.links,
+                                       dims=a.dims, meta=a.meta).fingerprint()
+    # anything that changes behaviour changes it
+    for other in ("torus:4x4,bw=401Gbps,lat=100ns", "torus:4x4,bw=400Gbps,lat=101ns",
+                  "torus:4x4,bw=400Gbps,lat=100ns,routing=ecmp", "mesh:4x4,bw=400Gbps,lat=100ns"):
+        assert parse_spec(other).fingerprint() != a.fingerprint(), other
+
+
+def test_fingerprint_is_pinned():
+    # the same on every machine and run (a cache key that moved would strand every entry)
+    from topocoll.topology.spec import parse_spec
+
+    assert parse_spec("torus:4x4,bw=400Gbps,lat=100ns").fingerprint() == (
+        "0ee5c6c161614ce71f259218bb731d981687f3fdd45bf80bdc42d539dde699bb")

@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..errors import ScheduleError
+from ..optimum.bounds import lower_bound
 from ..topology.routing import Routes, path_routes, routes
 from .base import SimResult, check_model_options
-from .bounds import lower_bound
+from .kernel import step_charges
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
     from ..topology import Topology
 
-__all__ = ["AlphaBeta"]
+__all__ = ["AlphaBeta", "transfer_routes"]
 
 #: Transfers evaluated together (bounds temporary memory; a step is never split unless it
 #: alone exceeds this).
@@ -51,7 +52,7 @@ class AlphaBeta:
         Routing policy for transfers without an explicit path; defaults to the
         topology's own ``routing``.
     bound : bool
-        If True, attach :func:`topocoll.cost.bounds.lower_bound` (with the same ``alpha``)
+        If True, attach :func:`topocoll.optimum.bounds.lower_bound` (with the same ``alpha``)
         to the result.
 
     Notes
@@ -154,7 +155,7 @@ class AlphaBeta:
         has = np.diff(schedule.step_ptr) > 0
         for s0, s1 in _batches(schedule.step_ptr, len(topology.links), ev.max_route_len):
             step_times[s0:s1] = ev.batch(s0, s1)
-        step_times = np.where(has, step_times + self.alpha, 0.0)
+        step_times = step_charges(step_times, 0.0, self.alpha, used=has)
         bound = None
         if self.bound:
             bound = lower_bound(schedule.collective, topology, message_bytes,
@@ -208,9 +209,9 @@ class AlphaBeta:
             lat, slope, ptr = ev.lines(s0, s1)
             times[s0:s1] = _envelope(lat, slope, ptr, cbs)
         has = np.diff(schedule.step_ptr) > 0
-        times = np.where(has[:, None], times + self.alpha, 0.0)
         out = []
         for i, n in enumerate(sizes):
+            times[:, i] = step_charges(times[:, i], 0.0, self.alpha, used=has)
             bound = lower_bound(schedule.collective, topology, n, alpha=self.alpha).time \
                 if self.bound else None
             out.append(SimResult(float(times[:, i].sum()), times[:, i], ev.link_load * cbs[i],
@@ -496,3 +497,30 @@ def _step_max(val: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     if nz.any():
         out[nz] = np.maximum.reduceat(val, ptr[:-1][nz])
     return np.maximum(out, 0.0)
+
+
+# ------------------------------------------------------------------ shared routing
+def transfer_routes(schedule: Schedule, topology: Topology, routing: str,
+                    chunk_bytes: float):
+    """Route every transfer exactly as :class:`~topocoll.cost.AlphaBeta` does.
+
+    Returns ``(ptr, link, frac, latency, nbytes)``: the CSR route of each transfer
+    (explicit paths honoured, otherwise ``routing``), its route latency and its bytes.
+
+    Raises
+    ------
+    ScheduleError, TopologyError
+        As :meth:`AlphaBeta.evaluate`.
+    """
+    _check_nodes(schedule, topology)
+    explicit = _explicit(schedule)
+    pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
+    rt = routes(topology, pairs, routing)
+    ev = _Evaluator(schedule, topology, rt, pair_id, explicit, chunk_bytes)
+    T = schedule.num_transfers
+    owner, link, frac, lat = ev._entries(0, T)
+    ptr = np.zeros(T + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=T), out=ptr[1:])
+    return (ptr, np.ascontiguousarray(link, dtype=np.int64),
+            np.ascontiguousarray(frac, dtype=np.float64), np.asarray(lat, dtype=np.float64),
+            ev._bytes(0, T).astype(np.float64))

@@ -72,7 +72,7 @@ class SimResult:
     num_ranks : int
         Ranks in the collective, for the busbw factor.
     bound : float or None
-        A lower bound on ``time`` (e.g. :func:`topocoll.cost.bounds.lower_bound`), if
+        A lower bound on ``time`` (e.g. :func:`topocoll.optimum.bounds.lower_bound`), if
         computed.
     transfer_start, transfer_finish : ndarray of float or None
         Per-transfer times in seconds (indexed like the schedule's transfers), set by

@@ -41,6 +41,7 @@ from enum import IntEnum
 import numpy as np
 
 from ..collective import Collective
+from ..digest import content_digest
 from ..errors import ScheduleError
 
 __all__ = ["Op", "Transfer", "Schedule", "ScheduleBuilder"]
@@ -141,6 +142,27 @@ class Schedule:
                                           self.path_ptr[-1] != len(self.path_nodes)):
             raise ScheduleError("malformed schedule: path_ptr does not match transfers",
                                 kind="malformed")
+
+    def fingerprint(self) -> str:
+        """A stable content hash (64 hex digits) of the schedule: its collective (kind,
+        ranks, split, root), every column (steps, endpoints, operations, chunks, explicit
+        paths), name and ``meta``. Arrays are hashed by value in a fixed width and
+        ``meta`` in key order (:func:`~topocoll.digest.content_digest`), so a schedule
+        read back from JSON or ``.npz`` has the fingerprint it was written with.
+
+        Examples
+        --------
+        >>> from topocoll.collective import allgather
+        >>> a = Schedule.from_steps(allgather(2), [[Transfer(0, 1, (0,)), Transfer(1, 0, (1,))]])
+        >>> b = Schedule.from_steps(allgather(2), [[Transfer(1, 0, (1,)), Transfer(0, 1, (0,))]])
+        >>> a.fingerprint() == a.replace(meta={}).fingerprint(), a.fingerprint() == b.fingerprint()
+        (True, False)
+        """
+        c = self.collective
+        paths = (self.path_ptr, self.path_nodes) if self.has_paths else None
+        return content_digest("topocoll.Schedule/1", c.kind, list(c.ranks), c.split, c.root,
+                              self.step_ptr, self.src, self.dst, self.op, self.chunk_ptr,
+                              self.chunks, paths, self.name, dict(self.meta))
 
     # ------------------------------------------------------------------ sizes
     @property

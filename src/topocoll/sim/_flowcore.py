@@ -14,6 +14,8 @@ import numpy as np
 from .depends import finish_transfer, release_group
 from .events import heap_pop, heap_push
 
+__all__ = ["simulate", "waterfill"]
+
 INJECT, ARRIVE, DONE = 0, 1, 2
 #: Flows whose predicted drain time is within this relative distance of the current
 #: instant drain together (merges floating-point near-ties; not a modelling choice).

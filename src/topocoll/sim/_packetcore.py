@@ -12,6 +12,8 @@ import numpy as np
 from .depends import finish_transfer
 from .events import heap_pop, heap_push
 
+__all__ = ["packet_simulate"]
+
 INJECT, TXDONE, ARRIVE, ACK, RTO, DONE, ZERO, DELACK = 0, 1, 2, 3, 4, 5, 6, 7
 SH = 3
 # packet pool columns

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.alphabeta import _check_nodes, _Evaluator, _explicit, _pair_index
+from ..cost.alphabeta import transfer_routes
 from ..cost.base import SimResult, check_model_options
-from ..cost.bounds import lower_bound
+from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
-from ..topology.routing import routes
 from ._flowcore import simulate
 from .depends import dependency_groups
 
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from ..schedule import Schedule
     from ..topology import Topology
 
-__all__ = ["FlowSim", "FlowRun", "transfer_routes"]
+__all__ = ["FlowSim", "FlowRun", "transfer_routes", "finish_step_times"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,32 +68,6 @@ class FlowRun:
     stats: dict[str, int] = field(default_factory=dict)
 
 
-def transfer_routes(schedule: Schedule, topology: Topology, routing: str,
-                    chunk_bytes: float):
-    """Route every transfer exactly as :class:`~topocoll.cost.AlphaBeta` does.
-
-    Returns ``(ptr, link, frac, latency, nbytes)``: the CSR route of each transfer
-    (explicit paths honoured, otherwise ``routing``), its route latency and its bytes.
-
-    Raises
-    ------
-    ScheduleError, TopologyError
-        As :meth:`AlphaBeta.evaluate`.
-    """
-    _check_nodes(schedule, topology)
-    explicit = _explicit(schedule)
-    pairs, pair_id = _pair_index(schedule, topology.num_nodes, explicit)
-    rt = routes(topology, pairs, routing)
-    ev = _Evaluator(schedule, topology, rt, pair_id, explicit, chunk_bytes)
-    T = schedule.num_transfers
-    owner, link, frac, lat = ev._entries(0, T)
-    ptr = np.zeros(T + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=T), out=ptr[1:])
-    return (ptr, np.ascontiguousarray(link, dtype=np.int64),
-            np.ascontiguousarray(frac, dtype=np.float64), np.asarray(lat, dtype=np.float64),
-            ev._bytes(0, T).astype(np.float64))
-
-
 @dataclass(frozen=True)
 class FlowSim:
     """Flow-level simulator: transfers share links max-min fairly; steps are relaxed.
@@ -109,7 +82,7 @@ class FlowSim:
     reduce_bandwidth : float, optional
         Bytes/s at which a rank reduces incoming ``REDUCE`` data. None (default): free.
     bound : bool
-        Attach :func:`topocoll.cost.bounds.lower_bound` to the result.
+        Attach :func:`topocoll.optimum.bounds.lower_bound` to the result.
 
     Notes
     -----
@@ -215,7 +188,7 @@ class FlowSim:
         bound = (lower_bound(schedule.collective, topology, message_bytes,
                              alpha=self.alpha).time if self.bound else None)
         result = SimResult(float(finish.max()) if len(finish) else 0.0,
-                           _step_times(schedule, finish), load, self.name,
+                           finish_step_times(schedule, finish), load, self.name,
                            float(message_bytes), schedule.collective.kind,
                            schedule.collective.num_ranks, bound,
                            transfer_start=start, transfer_finish=finish)
@@ -225,8 +198,15 @@ class FlowSim:
                        frac, lt, lf, lr, info)
 
 
-def _step_times(schedule: Schedule, finish: np.ndarray) -> np.ndarray:
-    """Growth of the running maximum of finish times, step by step."""
+def finish_step_times(schedule: Schedule, finish: np.ndarray) -> np.ndarray:
+    """Per step, how much it moved the running maximum of the transfers' finish times
+    (steps are relaxed, so a step's "time" is what it added to the end).
+
+    >>> from topocoll.synth import ring_allgather
+    >>> from topocoll.topology import ring
+    >>> finish_step_times(ring_allgather(ring(3)), np.array([1., 1, 1, 3, 2, 2])).tolist()
+    [1.0, 2.0]
+    """
     S = schedule.num_steps
     per_step = np.zeros(S)
     sp = schedule.step_ptr

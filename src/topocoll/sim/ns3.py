@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..cost.base import SimResult, check_model_options
-from ..cost.bounds import lower_bound
 from ..errors import NotSupportedError
+from ..optimum.bounds import lower_bound
 from .depends import dependency_groups
-from .flow import _step_times, transfer_routes
+from .flow import finish_step_times, transfer_routes
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
@@ -413,7 +413,8 @@ class Ns3Sim:
                            minlength=len(topology.links))
         bound = (lower_bound(schedule.collective, topology, message_bytes,
                              alpha=self.alpha).time if self.bound else None)
-        res = SimResult(float(finish.max()) if T else 0.0, _step_times(schedule, finish), load,
+        res = SimResult(float(finish.max()) if T else 0.0,
+                        finish_step_times(schedule, finish), load,
                         self.name, float(message_bytes), schedule.collective.kind,
                         schedule.collective.num_ranks, bound,
                         transfer_start=start, transfer_finish=finish)

@@ -41,7 +41,8 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["link_utilization", "trace_events", "write_trace", "plot_utilization"]
+__all__ = ["link_utilization", "trace_events", "write_trace", "plot_utilization",
+           "write_utilization_csv", "busiest_links"]
 
 
 def _segments(run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -120,6 +121,29 @@ def link_utilization(run, bins: int = 100, end: float | None = None
         _bin_bytes(t0, t1, f.astype(np.int64), r, run.route_ptr, run.route_link,
                    run.route_frac, edges, out)
     return edges, out / (bw * (edges[1] - edges[0]))
+
+
+def write_utilization_csv(run, path: str | os.PathLike, bins: int = 100) -> None:
+    """Write :func:`link_utilization` of ``run`` as CSV: one row per time bin
+    (``t_start_s``, ``t_end_s``), one column per link (``src->dst#index``)."""
+    edges, util = link_utilization(run, bins=bins)
+    t = run.topology
+    head = "t_start_s,t_end_s," + ",".join(
+        f"{int(a)}->{int(b)}#{i}" for i, (a, b) in enumerate(zip(t.link_src, t.link_dst,
+                                                                  strict=True)))
+    np.savetxt(path, np.column_stack([edges[:-1], edges[1:], util]), delimiter=",",
+               header=head, comments="", fmt="%.6g")
+
+
+def busiest_links(run, k: int = 5, bins: int = 100) -> list[dict[str, Any]]:
+    """The ``k`` links with the highest mean utilization over the run (busy ones only):
+    ``link`` index, ``src``, ``dst``, ``mean_utilization``."""
+    _, util = link_utilization(run, bins=bins)
+    busy = util.mean(axis=0)
+    t = run.topology
+    top = [int(i) for i in busy.argsort(kind="stable")[::-1][:k] if busy[i] > 0]
+    return [{"link": i, "src": int(t.link_src[i]), "dst": int(t.link_dst[i]),
+             "mean_utilization": float(busy[i])} for i in top]
 
 
 def _lanes(start: np.ndarray, finish: np.ndarray, owner: np.ndarray) -> np.ndarray:

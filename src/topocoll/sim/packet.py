@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..cost.base import SimResult, check_model_options
-from ..cost.bounds import lower_bound
+from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
 from ..topology.routing import routes
 from ._packetcore import packet_simulate
 from .depends import dependency_groups
-from .flow import _step_times, transfer_routes
+from .flow import finish_step_times, transfer_routes
 from .traffic import BackgroundTraffic
 
 if TYPE_CHECKING:
@@ -331,7 +331,7 @@ class PacketSim:
                            * frac[:ptr[T]], minlength=len(topology.links))
         bound = (lower_bound(schedule.collective, topology, message_bytes,
                              alpha=self.alpha).time if self.bound else None)
-        result = SimResult(float(tf.max()) if T else 0.0, _step_times(schedule, tf), load,
+        result = SimResult(float(tf.max()) if T else 0.0, finish_step_times(schedule, tf), load,
                            self.name, float(message_bytes), schedule.collective.kind,
                            schedule.collective.num_ranks, bound,
                            transfer_start=start[:T], transfer_finish=tf)

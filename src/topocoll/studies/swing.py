@@ -48,7 +48,7 @@ from ..verification import verify
 
 __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
            "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
-           "hamiltonian_rings_time", "write_study"]
+           "hamiltonian_rings_time", "write_study", "render_markdown"]
 
 GBIT = 1e9 / 8
 

@@ -5,6 +5,7 @@ that return a :class:`~topocoll.schedule.Schedule`.
 an applicability test and its tunable options; the common test and the CLI iterate it.
 """
 
+from ._common import DEFAULT_SIZE, gather_parts, resolve_group, resolve_order
 from .direct import (
     direct_allgather,
     direct_allreduce,
@@ -66,6 +67,7 @@ from .two_level import two_level_allgather, two_level_allreduce, two_level_reduc
 
 __all__ = [
     "SYNTHESIZERS", "Synthesizer", "find_synthesizer", "synthesizers_for",
+    "DEFAULT_SIZE", "resolve_group", "resolve_order", "gather_parts",
     "ring_allgather", "ring_reduce_scatter", "ring_allreduce",
     "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",
     "bidirectional_ring_allreduce",

@@ -7,11 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import NotSupportedError, TopologyError
-from ..schedule import Schedule
 from ..topology import Topology
 
 __all__ = ["resolve_group", "resolve_order", "block_index", "require", "gather_parts",
-           "step_loads", "model_time"]
+           "DEFAULT_SIZE"]
+
+#: Message size (bytes) that size-planned synthesizers (pipeline depths, two-level
+#: plans, the ``optimal`` portfolio) plan for when none is given.
+DEFAULT_SIZE = 2.0**30
 
 
 def resolve_group(topology: Topology, ranks: Sequence[int] | None) -> tuple[int, ...]:
@@ -70,64 +73,3 @@ def gather_parts(kind: str) -> tuple[bool, ...]:
     """
     return {"allgather": (False,), "reduce_scatter": (True,),
             "allreduce": (True, False)}[kind]
-
-
-def step_loads(schedule: Schedule, topology: Topology, size: float
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step and link the bytes ``schedule`` puts on each link when it moves ``size``
-    bytes (shape ``(steps, links)``, links in ``topology.links`` order), and per step the
-    longest route latency.
-
-    Examples
-    --------
-    >>> from topocoll.topology import ring
-    >>> from topocoll.synth.ring import ring_allgather
-    >>> load, lat = step_loads(ring_allgather(ring(4)), ring(4), 4.0)
-    >>> load.shape, load[0].tolist()
-    ((3, 8), [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    """
-    from ..topology.routing import path_routes, routes
-
-    S = schedule.num_steps
-    step = np.repeat(np.arange(S), np.diff(schedule.step_ptr))
-    nbytes = np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(size)
-    explicit = np.zeros(len(step), dtype=bool)
-    if schedule.has_paths:
-        explicit = np.diff(schedule.path_ptr) > 0
-    load = np.zeros((S, len(topology.link_bandwidth)))
-    lat = np.zeros(S)
-    for sel, r in ((np.flatnonzero(explicit), None), (np.flatnonzero(~explicit), "pairs")):
-        if not len(sel):
-            continue
-        if r is None:
-            rt = path_routes(topology, schedule.path_ptr, schedule.path_nodes, sel)
-        else:
-            rt = routes(topology, np.stack([schedule.src[sel], schedule.dst[sel]], axis=1))
-        owner = np.repeat(sel, np.diff(rt.ptr))
-        np.add.at(load, (step[owner], rt.link), nbytes[owner] * rt.frac)
-        np.maximum.at(lat, step[sel], rt.latency)
-    return load, lat
-
-
-def model_time(schedule: Schedule, topology: Topology, size: float, alpha: float) -> float:
-    """Alpha-beta time of ``schedule`` moving ``size`` bytes, as an upper bound: per step
-    ``alpha`` + the longest route latency + the most loaded link's bytes / bandwidth.
-
-    Synthesizers use it to choose among their own candidates (the cost layer is above
-    them); it equals :class:`~topocoll.cost.AlphaBeta` where, in every step, the most
-    loaded link lies on the slowest route (one-step direct schedules, butterflies).
-
-    Examples
-    --------
-    >>> from topocoll.topology import ring
-    >>> from topocoll.synth.ring import ring_allgather
-    >>> round(model_time(ring_allgather(ring(4)), ring(4), 4e9, 0.0), 6)   # 3 x (1 + 20000) us
-    0.060003
-    """
-    S = schedule.num_steps
-    if S == 0:
-        return 0.0
-    load, lat = step_loads(schedule, topology, size)
-    busy = (load / topology.link_bandwidth).max(axis=1)
-    used = np.diff(schedule.step_ptr) > 0
-    return float(np.sum((alpha + lat + busy)[used]))

@@ -11,7 +11,7 @@ fill is paid instead of two.
 Forests:
 
 - ``exact`` (edge splitting applies): the optimal packings of
-  :mod:`topocoll.topology.packing` (in-trees from the reversed graph), at the exact cut
+  :mod:`topocoll.optimum.packing` (in-trees from the reversed graph), at the exact cut
   optimum.
 - ``mwu`` (any topology, e.g. switches whose in- and out-capacity differ under
   background contention): Garg-Könemann multiplicative weights. Each round, every
@@ -40,13 +40,19 @@ import numpy as np
 
 from ..collective import allgather, allreduce, reduce_scatter
 from ..errors import NotSupportedError
+from ..optimum.maxflow import capacity_graph
+from ..optimum.packing import Packing, TreeClass, eulerian_reason, optimal_packing
 from ..schedule import Schedule, overlay, reverse
 from ..topology import Topology
-from ..topology.maxflow import capacity_graph
-from ..topology.packing import Packing, TreeClass, eulerian_reason, optimal_packing
-from ._common import require, resolve_group
-from .forest import DEFAULT_SIZE
-from .forest_rows import TRANSFER_BUDGET, _bandwidth, _build, _quantum, _rows, choose_batches
+from ._common import DEFAULT_SIZE, require, resolve_group
+from .forest_rows import (
+    TRANSFER_BUDGET,
+    build_rows,
+    bundle_bandwidth,
+    choose_batches,
+    quantum,
+    tree_rows,
+)
 from .free_partition import FREE_BUDGET, free_partition_allreduce
 
 __all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS", "MWU_GAP"]
@@ -62,7 +68,7 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
                 gap: float | None = None) -> Packing:
     """Near-optimal spanning-tree packing by multiplicative weights (any topology).
 
-    Returns a :class:`~topocoll.topology.packing.Packing` with ``R <= rounds`` unit
+    Returns a :class:`~topocoll.optimum.packing.Packing` with ``R <= rounds`` unit
     trees per member (identical trees merged into classes); arcs are shortest switch
     paths. Its allgather time is ``(M/N) * max_e load_e / (R * c_e)``, see
     :func:`mwu_gap`.
@@ -75,7 +81,7 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
         Step of the weights: an arc's length grows by ``exp(eps / c_e)`` per tree on it.
     gap : float, optional
         Stop after the first round whose packing is within ``gap`` (>= 1) of the exact
-        cut optimum (:func:`~topocoll.topology.maxflow.allgather_optimum`, a true lower
+        cut optimum (:func:`~topocoll.optimum.maxflow.allgather_optimum`, a true lower
         bound, so the stop is certified). Default: run all ``rounds``.
 
     Notes
@@ -111,7 +117,7 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     arc_of = {(int(u), int(v)): i for i, (u, v) in enumerate(zip(src, dst, strict=True))}
     found: dict[int, Counter] = {r: Counter() for r in V}
     if gap is not None:
-        from ..topology.maxflow import allgather_optimum
+        from ..optimum.maxflow import allgather_optimum
 
         x = allgather_optimum(topology, ranks, reverse=reverse).value * g.unit  # as mwu_gap
     done = 0
@@ -158,7 +164,7 @@ def mwu_gap(topology: Topology, packing: Packing, ranks: Sequence[int] | None = 
     >>> round(mwu_gap(ring(4), mwu_packing(ring(4), rounds=8)), 6) >= 1
     True
     """
-    from ..topology.maxflow import allgather_optimum
+    from ..optimum.maxflow import allgather_optimum
 
     g = capacity_graph(topology, ranks)
     caps = {(int(u), int(v)): c for u, v, c in zip(g.src, g.dst, g.cap, strict=True)}
@@ -187,7 +193,7 @@ def _forests(topology: Topology, group: tuple[int, ...], method: str):
 def _free_floor(topology: Topology, group: tuple[int, ...]) -> float:
     """A lower bound on the free-partition allreduce's seconds per buffer byte.
 
-    Every tree of the tree LP (:mod:`~topocoll.topology.treelp`) has ``N - 1`` edges and
+    Every tree of the tree LP (:mod:`~topocoll.optimum.treelp`) has ``N - 1`` edges and
     each edge carries its rate one way on a path of at least ``h`` arcs and back on
     another (``h`` the fewest hops between two members), so ``X <= Σ_a c_a / (2 (N - 1)
     h)`` over all arcs. When the fixed forests already reach it, the LP cannot win.
@@ -206,7 +212,7 @@ def _free_floor(topology: Topology, group: tuple[int, ...]) -> float:
 
 def _fixed_fluid(topology: Topology, pin: Packing, pout: Packing, n: int) -> float:
     """Seconds per buffer byte of the overlapped fixed-partition forests (joint load)."""
-    bw = _bandwidth(topology)
+    bw = bundle_bandwidth(topology)
     load: dict[tuple[int, int], float] = {}
     for (a, b), v in pout.arc_loads().items():
         load[a, b] = load.get((a, b), 0.0) + v / max(pout.per_root.values())
@@ -287,20 +293,20 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     elif partition == "fixed":
         why = {}
     budget = budget or TRANSFER_BUDGET
-    Q = math.lcm(_quantum(pin), _quantum(pout))
+    Q = math.lcm(quantum(pin), quantum(pout))
     if batches is None:
-        rows = _rows(pout, {r: i * Q for i, r in enumerate(group)}, Q, 1)
+        rows = tree_rows(pout, {r: i * Q for i, r in enumerate(group)}, Q, 1)
         batches = choose_batches(rows, topology, size / len(group) / Q, alpha=alpha,
                                  budget=budget // 2)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     P = batches
     base = {r: i * Q * P for i, r in enumerate(group)}
-    rin, rout = _rows(pin, base, Q, P), _rows(pout, base, Q, P)
+    rin, rout = tree_rows(pin, base, Q, P), tree_rows(pout, base, Q, P)
     split = Q * P
     # reversing the in-tree pipeline delivers batch P - 1 to the roots first, so the
     # broadcast takes the batches in that order, starting right after the first arrives
-    agg = reverse(_build(allgather(group, split=split), rin, P), reduce_scatter(group, split))
-    bcast = _build(allgather(group, split=split), rout, P, lead=rin.D, flip=True)
+    agg = reverse(build_rows(allgather(group, split=split), rin, P), reduce_scatter(group, split))
+    bcast = build_rows(allgather(group, split=split), rout, P, lead=rin.D, flip=True)
     meta = {"partition": "fixed", "batches": str(P), "forests": used, **why}
     if used == "mwu":
         meta["gap_reduce_scatter"] = f"{mwu_gap(topology, pin, group, reverse=True):.4f}"

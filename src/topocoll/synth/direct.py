@@ -27,7 +27,8 @@ from ..topology import Topology
 from ._common import require, resolve_group
 
 __all__ = ["direct_allgather", "direct_reduce_scatter", "direct_allreduce", "direct_alltoall",
-           "pairwise_alltoall", "parameter_server_allreduce"]
+           "pairwise_alltoall", "parameter_server_allreduce", "spread_period", "spread_split",
+           "spread_transfers"]
 
 
 def _pairs(p: int) -> tuple[np.ndarray, np.ndarray]:

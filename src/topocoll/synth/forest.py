@@ -1,6 +1,6 @@
 """Bandwidth-optimal schedules from spanning-tree packings (ForestColl), any topology.
 
-Allgather: every member roots ``k`` spanning out-trees (:func:`~topocoll.topology.packing.
+Allgather: every member roots ``k`` spanning out-trees (:func:`~topocoll.optimum.packing.
 optimal_packing`, exact optimum ``x* = U/k``); tree class ``T`` with multiplicity ``m_T``
 carries ``m_T/k`` of its root's block. The block is cut into ``P`` batches of ``Q``
 chunks (``Q`` the smallest count that makes every class an integer number of chunks) and
@@ -31,26 +31,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..collective import allgather, allreduce, broadcast, reduce, reduce_scatter
+from ..optimum.maxflow import capacity_graph
+from ..optimum.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
 from ..schedule import Schedule, concat, reverse
 from ..topology import Topology
-from ..topology.maxflow import capacity_graph
-from ..topology.packing import Packing, broadcast_packing, eulerian_reason, optimal_packing
-from ._common import require, resolve_group
+from ._common import DEFAULT_SIZE, require, resolve_group
 from .forest_rows import (
     CHUNK_BUDGET,
     TRANSFER_BUDGET,
-    _build,
-    _build_fluid,
-    _entries,
-    _quantum,
-    _Rows,
-    _rows,
-    _units,
+    Rows,
+    arc_units,
+    batches_time,
+    build_fluid,
+    build_rows,
     choose_batches,
+    quantum,
+    row_entries,
+    tree_rows,
 )
 from .pipeline import (
     batch_units,
@@ -59,19 +61,19 @@ from .pipeline import (
     fluid_sends,
     pipeline_time,
 )
-from .timed import auto_pick, timed_schedule
+from .timed import timed_schedule
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
-           "choose_batches", "CHUNK_BUDGET"]
+           "optimal_batches", "PipelinePart", "PIPELINES", "choose_batches", "CHUNK_BUDGET"]
 
 #: How the trees are pipelined: equal batches, LP-sized batches (more chunks: ``16 P``
 #: per slot, too many for MSCCL export), or per-arc sends from a time-expanded LP
-#: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve), the step-indexed
-#: tree LP (:mod:`~topocoll.synth.timed`), or "auto" (the default for allgather,
-#: reduce-scatter, allreduce): batches, or timed where it is faster (:func:`~topocoll.
-#: synth.timed.auto_pick`).
-PIPELINES = ("batches", "weighted", "fluid", "timed", "auto")
+#: (:func:`~topocoll.synth.pipeline.fluid_sends`; seconds per solve), or the step-indexed
+#: tree LP (:mod:`~topocoll.synth.timed`). The choice among these and other synthesizers
+#: (``pipeline="auto"``, what the algorithm name ``optimal`` runs) is the selection
+#: layer's: :mod:`topocoll.selection.portfolio`.
+PIPELINES = ("batches", "weighted", "fluid", "timed")
 #: Most tree arcs (classes x arcs) a ``pipeline="fluid"`` program is built for
 #: (dgx-a100:2 has 1,135 and takes minutes on 2 shared cores).
 FLUID_MAX_ARCS = 2_000
@@ -79,8 +81,6 @@ FLUID_MAX_ARCS = 2_000
 FLUID_RESOLUTION = 1024
 #: Most rows (tree arcs) for which unequal batch sizes are searched (:func:`_weighted`).
 WEIGHT_ROWS = 20_000
-#: Message size (bytes) the default number of batches is chosen for.
-DEFAULT_SIZE = 2.0**30
 
 
 def optimal_unsupported_reason(topology: Topology, group: tuple[int, ...]) -> str | None:
@@ -92,16 +92,16 @@ def optimal_unsupported_reason(topology: Topology, group: tuple[int, ...]) -> st
 
 def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
            size: float, alpha: float, *, reverse_graph: bool, steps: int | None,
-           resolution: int = FLUID_RESOLUTION) -> tuple[_Rows, np.ndarray, np.ndarray]:
+           resolution: int = FLUID_RESOLUTION) -> tuple[Rows, np.ndarray, np.ndarray]:
     """Rows, their arcs and the integer cumulative sends (:func:`~.pipeline.fluid_sends`)
     for ``steps`` steps, or the best of a few horizons by ``bandwidth + steps (alpha +
     ℓ)`` if ``steps`` is None."""
-    rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
-    unit, parent = _units(packing)
+    rows = tree_rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
+    unit, parent = arc_units(packing)
     require(len(parent) <= FLUID_MAX_ARCS,
             f"pipeline='fluid' needs one LP column per tree arc and step; {topology.name} "
             f"has {len(parent)} tree arcs (limit {FLUID_MAX_ARCS})")
-    ent_row, ent_link, ent_w, ell, _ = _entries(rows, topology, reverse_graph)
+    ent_row, ent_link, ent_w, ell, _ = row_entries(rows, topology, reverse_graph)
     chunk = size / len(group) / Q
     D = rows.D
     horizons = [steps] if steps is not None else [D + e for e in (1, 3, 7)]
@@ -121,17 +121,17 @@ def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
     K = fluid_counts(best[1], parent, resolution)
     require(K is not None, "fluid pipeline: rounding left an arc short (numerical)")
     base = {r: i * Q * resolution for i, r in enumerate(group)}
-    return _rows(packing, base, Q, resolution), unit, K
+    return tree_rows(packing, base, Q, resolution), unit, K
 
 
-def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: int, *,
+def _weighted(rows: Rows, topology: Topology, chunk_bytes_per_batch: float, P: int, *,
               alpha: float, reverse_graph: bool, budget: int) -> np.ndarray | None:
     """Unequal batch sizes (:func:`~.pipeline.batch_units`) for ``P`` or nearby counts
     that beat ``P`` equal batches under the per-step model of :func:`choose_batches`;
     None if none does."""
     if not len(rows.src) or rows.D < 2 or len(rows.src) > WEIGHT_ROWS:
         return None
-    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
+    ent_row, ent_link, ent_w, ell, nlinks = row_entries(rows, topology, reverse_graph)
     L = np.zeros((rows.D, nlinks))
     np.add.at(L, (rows.depth[ent_row] - 1, ent_link), ent_w * chunk_bytes_per_batch)
     if fill_overhead(L) <= 1e-9:
@@ -158,9 +158,9 @@ def _weighted(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, P: 
 def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
                batches: int | None, size: float, alpha: float, *, rooted: int | None,
                reverse_graph: bool, budget: int, units: np.ndarray | None = None,
-               weighted: bool = False) -> tuple[_Rows, int, np.ndarray | None]:
+               weighted: bool = False) -> tuple[Rows, int, np.ndarray | None]:
     """Rows with levels, the batch count and (if unequal) the batch sizes in units."""
-    rows = _rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
+    rows = tree_rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
     if batches is None:
         per_root_bytes = size / len(group) if rooted is None else size
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
@@ -173,7 +173,7 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     U = batches if units is None else int(np.sum(units))
     base = {r: i * Q * U for i, r in enumerate(group)} if rooted is None else {rooted: 0}
-    rows = _rows(packing, base, Q, batches)
+    rows = tree_rows(packing, base, Q, batches)
     return rows, batches, units
 
 
@@ -183,18 +183,18 @@ def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=N
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
-    Q = Q or _quantum(p)
+    Q = Q or quantum(p)
     rows, P, units = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
                                 reverse_graph=reverse_graph, budget=budget, units=units,
                                 weighted=weighted)
     return group, rows, P, units
 
 
-def _split(rows: _Rows, P: int, units: np.ndarray | None) -> int:
+def _split(rows: Rows, P: int, units: np.ndarray | None) -> int:
     return rows.Q * (P if units is None else int(np.sum(units)))
 
 
-def _meta(rows: _Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, str]:
+def _meta(rows: Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, str]:
     meta = {"batches": str(P), key: str(rows.Q)}
     if units is not None:
         meta["batch_units"] = ",".join(str(int(u)) for u in units)
@@ -209,11 +209,11 @@ def _fluid_forward(topology, ranks, size, alpha, reverse_graph: bool, steps, Q=N
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
-    Q = Q or _quantum(p)
+    Q = Q or quantum(p)
     rows, unit, K = _fluid(topology, group, p, Q, size, alpha, reverse_graph=reverse_graph,
                            steps=steps)
     split = Q * FLUID_RESOLUTION
-    return group, _build_fluid(allgather(group, split=split), rows, unit, K), split, \
+    return group, build_fluid(allgather(group, split=split), rows, unit, K), split, \
         K.shape[1] - 1
 
 
@@ -225,13 +225,16 @@ def _timed(kind: str, topology, ranks, size, alpha, steps) -> Schedule:
 
 
 def _check_pipeline(pipeline: str) -> None:
+    require(pipeline != "auto", "pipeline='auto' chooses among synthesizers, which is the "
+                                "selection layer's job: call topocoll.selection."
+                                "optimal_allgather (or the algorithm name 'optimal')")
     require(pipeline in PIPELINES, f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
 
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                      pipeline: str = "auto", steps: int | None = None) -> Schedule:
+                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
 
     Parameters
@@ -248,11 +251,11 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         Message size and overhead the default ``P`` is chosen for.
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
-    pipeline : {'auto', 'batches', 'weighted', 'fluid', 'timed'}
-        'auto' (default): 'batches', or 'timed' where faster
-        (:func:`~topocoll.synth.timed.auto_pick`). 'timed': timed trees from the
-        step-indexed tree LP (:mod:`~topocoll.synth.timed`; seconds per schedule).
-        'batches': ``P`` equal batches down the trees (:func:`choose_batches`).
+    pipeline : {'batches', 'weighted', 'fluid', 'timed'}
+        'batches' (default): ``P`` equal batches down the trees (:func:`choose_batches`).
+        'timed': timed trees from the step-indexed tree LP (:mod:`~topocoll.synth.timed`;
+        seconds per schedule). The fastest of these and other synthesizers is the
+        algorithm name ``optimal`` (:func:`topocoll.selection.optimal_allgather`).
         'weighted': then unequal batch sizes from
         :func:`~topocoll.synth.pipeline.batch_units` where they are faster (more chunks
         per block). 'fluid': every tree arc spreads its
@@ -279,20 +282,14 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     if pipeline == "fluid":
         group, s, _, H = _fluid_forward(topology, ranks, size, alpha, False, steps)
         return s.replace(name="optimal", meta={"pipeline": "fluid", "steps": str(H)})
-    group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, False, None,
-                                     budget, weighted=pipeline == "weighted")
-    s = _build(allgather(group, split=_split(rows, P, u)), rows, P, units=u)
-    s = s.replace(name="optimal", meta=_meta(rows, P, u, "trees_per_root"))
-    if pipeline == "auto" and batches is None:
-        return auto_pick("allgather", topology, group, s, [(rows, P, u, False)], size,
-                         alpha, steps)
-    return s
+    return optimal_batches("allgather", topology, ranks=ranks, batches=batches, size=size,
+                           alpha=alpha, budget=budget, weighted=pipeline == "weighted")[0]
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
                            alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                           pipeline: str = "auto", steps: int | None = None) -> Schedule:
+                           pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
     run backwards with REDUCE (see :func:`optimal_allgather`).
 
@@ -309,22 +306,15 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
         group, fwd, split, H = _fluid_forward(topology, ranks, size, alpha, True, steps)
         return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
                        meta={"pipeline": "fluid", "steps": str(H)})
-    group, rows, P, u = _gather_like(topology, ranks, batches, size, alpha, True, None,
-                                     budget, weighted=pipeline == "weighted")
-    split = _split(rows, P, u)
-    fwd = _build(allgather(group, split=split), rows, P, units=u)
-    s = reverse(fwd, reduce_scatter(group, split=split), name="optimal",
-                meta=_meta(rows, P, u, "trees_per_root"))
-    if pipeline == "auto" and batches is None:
-        return auto_pick("reduce_scatter", topology, group, s, [(rows, P, u, True)], size,
-                         alpha, steps)
-    return s
+    return optimal_batches("reduce_scatter", topology, ranks=ranks, batches=batches,
+                           size=size, alpha=alpha, budget=budget,
+                           weighted=pipeline == "weighted")[0]
 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                      pipeline: str = "auto", steps: int | None = None) -> Schedule:
+                      pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
 
     Examples
@@ -340,28 +330,82 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     _check_pipeline(pipeline)
     if pipeline == "timed":
         return _timed("allreduce", topology, group, size, alpha, steps)
-    Q = math.lcm(_quantum(optimal_packing(topology, group)),
-                 _quantum(optimal_packing(topology, group, reverse=True)))
     if pipeline == "fluid":
+        Q = _allreduce_quantum(topology, group)
         _, ag, split, H = _fluid_forward(topology, group, size, alpha, False, steps, Q)
         _, rs_fwd, _, H2 = _fluid_forward(topology, group, size, alpha, True, steps, Q)
         rs = reverse(rs_fwd, reduce_scatter(group, split=split))
         return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
                       meta={"pipeline": "fluid", "steps": f"{H2}+{H}"})
+    return optimal_batches("allreduce", topology, ranks=group, batches=batches, size=size,
+                           alpha=alpha, budget=budget, weighted=pipeline == "weighted")[0]
+
+
+def _allreduce_quantum(topology: Topology, group: tuple[int, ...]) -> int:
+    """Chunks per batch slot that suit both the reduce-scatter and the allgather packing."""
+    return math.lcm(quantum(optimal_packing(topology, group)),
+                    quantum(optimal_packing(topology, group, reverse=True)))
+
+
+@dataclass(frozen=True)
+class PipelinePart:
+    """One allgather-shaped part of a batches pipeline: its rows, batch count ``P``, the
+    batch sizes in units (None: equal) and whether it runs on the reversed graph (a
+    reduce-scatter)."""
+
+    rows: Rows
+    P: int
+    units: np.ndarray | None
+    reversed: bool
+
+    def time(self, topology: Topology, per_root_bytes: float, alpha: float) -> float:
+        """Alpha-beta time of this part (:func:`~topocoll.synth.forest_rows.batches_time`)."""
+        return batches_time(topology, self.rows, self.P, self.units, per_root_bytes, alpha,
+                            self.reversed)
+
+
+def optimal_batches(kind: str, topology: Topology, *, ranks: Sequence[int] | None = None,
+                    batches: int | None = None, size: float = DEFAULT_SIZE,
+                    alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                    weighted: bool = False) -> tuple[Schedule, tuple[PipelinePart, ...]]:
+    """The batches pipeline of ``kind`` (allgather, reduce_scatter or allreduce) and its
+    allgather-shaped parts in run order, for callers that estimate its time per part
+    (:meth:`PipelinePart.time`) without routing every transfer.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s, parts = optimal_batches("allreduce", ring(4), batches=1)
+    >>> s.num_steps, [p.reversed for p in parts]
+    (6, [True, False])
+    """
+    group = resolve_group(topology, ranks)
+    reason = optimal_unsupported_reason(topology, group)
+    require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
+    if kind == "allgather" or kind == "reduce_scatter":
+        rev = kind == "reduce_scatter"
+        group, rows, P, u = _gather_like(topology, group, batches, size, alpha, rev, None,
+                                         budget, weighted=weighted)
+        split = _split(rows, P, u)
+        meta = _meta(rows, P, u, "trees_per_root")
+        s = build_rows(allgather(group, split=split), rows, P, units=u)
+        s = reverse(s, reduce_scatter(group, split=split), name="optimal", meta=meta) \
+            if rev else s.replace(name="optimal", meta=meta)
+        return s, (PipelinePart(rows, P, u, rev),)
+    require(kind == "allreduce", f"optimal batches are built for allgather, reduce_scatter "
+                                 f"and allreduce, not {kind}")
+    Q = _allreduce_quantum(topology, group)
     _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
-                                    budget // 2, weighted=pipeline == "weighted")
+                                    budget // 2, weighted=weighted)
     _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)
     split = _split(ag_rows, P, u)
-    ag = _build(allgather(group, split=split), ag_rows, P, units=u)
+    ag = build_rows(allgather(group, split=split), ag_rows, P, units=u)
     # the reduce-scatter runs its batches in reverse: its small last batches come first
-    rs = reverse(_build(allgather(group, split=split), rs_rows, P, units=u),
+    rs = reverse(build_rows(allgather(group, split=split), rs_rows, P, units=u),
                  reduce_scatter(group, split=split))
     s = concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
                meta=_meta(ag_rows, P, u, "trees_per_root"))
-    if pipeline == "auto" and batches is None:
-        return auto_pick("allreduce", topology, group, s,
-                         [(rs_rows, P, u, True), (ag_rows, P, u, False)], size, alpha, steps)
-    return s
+    return s, (PipelinePart(rs_rows, P, u, True), PipelinePart(ag_rows, P, u, False))
 
 
 def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
@@ -371,7 +415,7 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = broadcast_packing(topology, root, group, reverse=red)
-    Q = _quantum(p)
+    Q = quantum(p)
     rows, P, u = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
                             reverse_graph=red, budget=budget)
     return group, root, rows, P, u
@@ -393,7 +437,7 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
     """
     group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, False,
                                       budget)
-    s = _build(broadcast(group, root=root, split=_split(rows, P, u)), rows, P, units=u)
+    s = build_rows(broadcast(group, root=root, split=_split(rows, P, u)), rows, P, units=u)
     return s.replace(name="optimal", meta=_meta(rows, P, u, "trees"))
 
 
@@ -413,6 +457,6 @@ def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, True,
                                       budget)
     split = _split(rows, P, u)
-    fwd = _build(broadcast(group, root=root, split=split), rows, P, units=u)
+    fwd = build_rows(broadcast(group, root=root, split=split), rows, P, units=u)
     return reverse(fwd, reduce(group, root=root, split=split), name="optimal",
                    meta=_meta(rows, P, u, "trees"))

@@ -1,10 +1,10 @@
 """From a tree packing to pipelined transfers: the rows of a forest schedule.
 
-One row per (tree arc, switch path) of every tree class (:class:`_Rows`), with its depth,
+One row per (tree arc, switch path) of every tree class (:class:`Rows`), with its depth,
 first chunk and chunk count; :func:`choose_batches` picks the number of equal batches from
-the exact per-step alpha-beta cost of the pipeline; :func:`_build` lays the rows out over
+the exact per-step alpha-beta cost of the pipeline; :func:`build_rows` lays the rows out over
 the batches (steps as barriers: the arc into depth ``d`` carries batch ``s - d + 1`` in
-step ``s``) and :func:`_build_fluid` over per-step unit counts from the fluid program of
+step ``s``) and :func:`build_fluid` over per-step unit counts from the fluid program of
 :mod:`~topocoll.synth.pipeline`. Used by :mod:`~topocoll.synth.forest` (the ``optimal``
 synthesizer), :mod:`~topocoll.synth.adaptive` and :mod:`~topocoll.synth.free_partition`.
 
@@ -22,9 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..collective import Collective
+from ..cost.kernel import barrier_time
+from ..optimum.packing import Packing
 from ..schedule import Schedule, ScheduleBuilder
 from ..topology import Topology
-from ..topology.packing import Packing
+from .pipeline import pipeline_time
+
+__all__ = ["Rows", "CHUNK_BUDGET", "TRANSFER_BUDGET", "quantum", "loopless", "tree_rows",
+           "arc_units", "arc_latency", "bundle_bandwidth", "row_entries", "batches_time",
+           "choose_batches", "build_rows", "build_fluid"]
 
 #: Largest number of (transfer, chunk) entries a schedule with default batches may hold
 #: (or ``20 * budget`` if larger).
@@ -34,7 +40,7 @@ CHUNK_BUDGET = 2_000_000
 TRANSFER_BUDGET = 3_000
 
 @dataclass(frozen=True)
-class _Rows:
+class Rows:
     """One row per (tree arc, switch path) of every class: the pipeline's transfers."""
 
     src: np.ndarray
@@ -50,7 +56,7 @@ class _Rows:
         return int(self.depth.max()) if len(self.depth) else 0
 
 
-def _quantum(p: Packing) -> int:
+def quantum(p: Packing) -> int:
     """Smallest ``Q`` with every class and piece an integer share of ``Q`` chunks."""
     q = 1
     for tc in p.classes():
@@ -63,12 +69,12 @@ def _quantum(p: Packing) -> int:
     return q
 
 
-def _loopless(path: tuple[int, ...]) -> tuple[int, ...]:
+def loopless(path: tuple[int, ...]) -> tuple[int, ...]:
     """``path`` with every cycle cut out (edge splitting can route an arc through the
     same switch twice). Only links leave the path, so no load grows and the bandwidth
     term stays the bound; the latency shrinks.
 
-    >>> _loopless((0, 18, 26, 18, 27, 18, 8))
+    >>> loopless((0, 18, 26, 18, 27, 18, 8))
     (0, 18, 8)
     """
     out: list[int] = []
@@ -84,7 +90,9 @@ def _loopless(path: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
+def tree_rows(p: Packing, base: dict[int, int], Q: int, P: int) -> Rows:
+    """The rows of packing ``p``: root ``r``'s chunks start at ``base[r]``; each tree class
+    takes its share of ``Q`` chunks per batch (``P`` batches)."""
     src, dst, depth, start, count, paths = [], [], [], [], [], []
     offset = dict.fromkeys(p.per_root, 0)
     for tc in p.classes():
@@ -102,16 +110,16 @@ def _rows(p: Packing, base: dict[int, int], Q: int, P: int) -> _Rows:
                 depth.append(dep[y])
                 start.append(first + off)
                 count.append(n)
-                path = _loopless(path)
+                path = loopless(path)
                 paths.append(path if len(path) > 2 else None)
                 off += n
     i64 = np.int64
-    return _Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
+    return Rows(np.array(src, i64), np.array(dst, i64), np.array(depth, i64),
                  np.array(start, i64), np.array(count, i64), paths, Q)
 
 
-def _units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of :func:`_rows` its tree arc (all pieces of one arc share it), and per
+def arc_units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of :func:`tree_rows` its tree arc (all pieces of one arc share it), and per
     arc the arc into its tail (-1 at the root); parents come first."""
     unit, parent = [], []
     for tc in p.classes():
@@ -123,7 +131,8 @@ def _units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
     return np.array(unit, np.int64), np.array(parent, np.int64)
 
 
-def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
+def arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
+    """Per ordered node pair with a link, the smallest latency of its parallel links."""
     lat: dict[tuple[int, int], float] = {}
     for lk in topology.links:
         k = (lk.src, lk.dst)
@@ -131,18 +140,19 @@ def _arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
     return lat
 
 
-def _bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
+def bundle_bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
+    """Per ordered node pair with a link, the summed bandwidth of its parallel links."""
     bw: dict[tuple[int, int], float] = {}
     for lk in topology.links:
         bw[lk.src, lk.dst] = bw.get((lk.src, lk.dst), 0.0) + lk.bandwidth
     return bw
 
 
-def _entries(rows: _Rows, topology: Topology, reverse_graph: bool
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+def row_entries(rows: Rows, topology: Topology, reverse_graph: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
     """Sparse per-batch link busy time of every row: ``(row, link, seconds per chunk)``
     entries, the longest row latency and the number of distinct links."""
-    bw, lat = _bandwidth(topology), _arc_latency(topology)
+    bw, lat = bundle_bandwidth(topology), arc_latency(topology)
     fl = topology.node_latency
     keys: dict[tuple[int, int], int] = {}
     ent_row, ent_link, ent_w = [], [], []
@@ -163,7 +173,19 @@ def _entries(rows: _Rows, topology: Topology, reverse_graph: bool
             np.array(ent_w, float), ell, len(keys))
 
 
-def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float, *,
+def batches_time(topology: Topology, rows: Rows, P: int, units, per_root_bytes: float,
+                 alpha: float, reverse_graph: bool) -> float:
+    """Per-step alpha-beta time of a batches pipeline of ``rows`` (longest row latency in
+    every step: an upper bound on the cost model's time)."""
+    if not len(rows.src):
+        return 0.0
+    ent_row, ent_link, ent_w, ell, nlinks = row_entries(rows, topology, reverse_graph)
+    L = np.zeros((rows.D, nlinks))
+    np.add.at(L, (rows.depth[ent_row] - 1, ent_link), ent_w * per_root_bytes / rows.Q)
+    return pipeline_time(L, np.ones(P) if units is None else np.asarray(units), alpha + ell)
+
+
+def choose_batches(rows: Rows, topology: Topology, chunk_bytes_per_batch: float, *,
                    alpha: float = 0.0, reverse_graph: bool = False,
                    budget: int = TRANSFER_BUDGET) -> int:
     """The number of batches ``P`` minimizing the pipeline's alpha-beta time.
@@ -174,7 +196,7 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     """
     if not len(rows.src):
         return 1
-    ent_row, ent_link, ent_w, ell, nlinks = _entries(rows, topology, reverse_graph)
+    ent_row, ent_link, ent_w, ell, nlinks = row_entries(rows, topology, reverse_graph)
     D = rows.D
     L = np.zeros((D + 1, nlinks))
     np.add.at(L, (rows.depth[ent_row], ent_link), ent_w)
@@ -186,25 +208,23 @@ def choose_batches(rows: _Rows, topology: Topology, chunk_bytes_per_batch: float
     best, best_p = math.inf, 1
     P = 1
     while P <= pmax:
-        total = 0.0
+        busy, reps = [], []
         steps = P + D - 1
         s = 0
         while s < steps:
             lo, hi = max(1, s - P + 2), min(D, s + 1)
-            if lo == 1 and hi == D and s < P - 1:   # full pipeline: P - D + 1 equal steps
-                reps = P - 1 - s + 1
-            else:
-                reps = 1
-            m = float((C[hi] - C[lo - 1]).max())
-            total += reps * (alpha + ell + m * chunk_bytes_per_batch / P)
-            s += reps
+            # the full pipeline is P - D + 1 equal steps: one entry, repeated
+            reps.append(P - 1 - s + 1 if lo == 1 and hi == D and s < P - 1 else 1)
+            busy.append(float((C[hi] - C[lo - 1]).max()) * chunk_bytes_per_batch / P)
+            s += reps[-1]
+        total = barrier_time(np.array(busy), ell, alpha, repeat=np.array(reps))
         if total < best * (1 - 1e-12):
             best, best_p = total, P
         P *= 2
     return best_p
 
 
-def _add_units(b: ScheduleBuilder, rows: _Rows, sel: np.ndarray, u0: np.ndarray,
+def _add_units(b: ScheduleBuilder, rows: Rows, sel: np.ndarray, u0: np.ndarray,
                nu: np.ndarray, any_path: bool) -> None:
     """Add rows ``sel`` to the current step, row ``i`` carrying units ``u0 .. u0 + nu``
     of each of its ``Q``-slots (chunk ``start + u Q + j``)."""
@@ -218,8 +238,8 @@ def _add_units(b: ScheduleBuilder, rows: _Rows, sel: np.ndarray, u0: np.ndarray,
     b.add_many(rows.src[sel], rows.dst[sel], (ptr, ids), paths=paths)
 
 
-def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
-           flip: bool = False, units: np.ndarray | None = None) -> Schedule:
+def build_rows(coll: Collective, rows: Rows, P: int, *, lead: int = 0,
+               flip: bool = False, units: np.ndarray | None = None) -> Schedule:
     """Pipeline ``rows`` over ``P`` batches after ``lead`` empty steps (batches in
     reverse order if ``flip``). Batch ``b`` holds ``units[b]`` chunks per ``Q``-slot
     (default 1; chunk ``start + u Q + j`` for unit ``u`` of the batch), so the collective's
@@ -247,7 +267,7 @@ def _build(coll: Collective, rows: _Rows, P: int, *, lead: int = 0,
     return b.build()
 
 
-def _build_fluid(coll: Collective, rows: _Rows, unit: np.ndarray, K: np.ndarray) -> Schedule:
+def build_fluid(coll: Collective, rows: Rows, unit: np.ndarray, K: np.ndarray) -> Schedule:
     """Row ``i`` sends units ``K[unit[i], s]`` to ``K[unit[i], s + 1]`` (each ``Q``-slot's
     chunk ``start + u Q + j``) in step ``s``; the split is ``Q * K[:, -1].max()``."""
     b = ScheduleBuilder(coll)

@@ -1,6 +1,6 @@
 """Topology-adaptive allreduce with free partition sizes (the tree LP optimum, pipelined).
 
-:func:`~topocoll.topology.treelp.tree_allreduce_lp` gives trees ``T`` with rates
+:func:`~topocoll.optimum.treelp.tree_allreduce_lp` gives trees ``T`` with rates
 ``x_T`` (``X = Σ x_T``); tree ``T`` carries the share ``x_T / X`` of the buffer,
 reduces it up and broadcasts it down the *same* tree, rooted at its center (smallest
 depth ``D_T``), both stages overlapped. Rates become integer chunk counts ``n_T`` out of
@@ -32,14 +32,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..collective import allreduce
+from ..optimum.treelp import MAX_ITERATIONS, TreeLP, tree_allreduce_lp
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
-from ..topology.treelp import TreeLP, tree_allreduce_lp
-from ._common import require, resolve_group
-from .forest import DEFAULT_SIZE
-from .forest_rows import CHUNK_BUDGET, TRANSFER_BUDGET, _bandwidth, _Rows, choose_batches
+from ._common import DEFAULT_SIZE, require, resolve_group
+from .forest_rows import CHUNK_BUDGET, TRANSFER_BUDGET, Rows, bundle_bandwidth, choose_batches
 
-__all__ = ["free_partition_allreduce", "tree_lp", "quantize", "ROUNDING_TARGET", "LP_TIME_LIMIT"]
+__all__ = ["free_partition_allreduce", "tree_lp", "quantize", "ROUNDING_TARGET", "LP_ROUNDS"]
 
 #: Largest relative bandwidth loss accepted from rounding rates to chunk counts before a
 #: larger ``Q`` is tried.
@@ -47,20 +46,15 @@ ROUNDING_TARGET = 1e-3
 #: Default transfer budget for choosing ``P`` (larger than the forest default: these
 #: trees are deeper, so the pipeline fill needs more batches to amortize).
 FREE_BUDGET = 8 * TRANSFER_BUDGET
-#: Default wall-clock cap of the column generation (seconds); the certified gap is
-#: reported in ``meta`` if it is hit.
-LP_TIME_LIMIT = 60.0
+#: Default cap on the column generation's master solves (work, not seconds); the
+#: certified gap is reported in ``meta`` if it is hit.
+LP_ROUNDS = MAX_ITERATIONS
 
 
-def tree_lp(topology: Topology, group: tuple[int, ...],
-            time_limit: float = LP_TIME_LIMIT) -> TreeLP:
-    """:func:`~topocoll.topology.treelp.tree_allreduce_lp`, cached on the topology."""
-    key = ("tree_allreduce_lp", group, time_limit)
-    hit = topology._cache.get(key)
-    if hit is None:
-        hit = tree_allreduce_lp(topology, group, time_limit=time_limit)
-        topology._cache[key] = hit
-    return hit
+def tree_lp(topology: Topology, group: tuple[int, ...], rounds: int = LP_ROUNDS) -> TreeLP:
+    """:func:`~topocoll.optimum.treelp.tree_allreduce_lp`, memoized on the topology."""
+    return topology.memo(("tree_allreduce_lp", group, rounds),
+                         lambda: tree_allreduce_lp(topology, group, max_iterations=rounds))
 
 
 def _usage(lp: TreeLP, topology: Topology):
@@ -168,7 +162,7 @@ def _root_at_center(tree) -> tuple[int, dict[int, int], dict[int, int], dict]:
     return root, par, dep, paths
 
 
-def _rows(lp: TreeLP, n: np.ndarray, Q: int):
+def _lp_rows(lp: TreeLP, n: np.ndarray, Q: int):
     src, dst, off, start, count, paths, ops = [], [], [], [], [], [], []
     depths = []
     first = 0
@@ -193,12 +187,12 @@ def _rows(lp: TreeLP, n: np.ndarray, Q: int):
                 ops.append(int(op))
         first += int(k)
     i64 = np.int64
-    rows = _Rows(np.array(src, i64), np.array(dst, i64), np.array(off, i64),
+    rows = Rows(np.array(src, i64), np.array(dst, i64), np.array(off, i64),
                  np.array(start, i64), np.array(count, i64), paths, Q)
     return rows, np.array(ops, np.int8), max(depths)
 
 
-def _merge(rows: _Rows, ops: np.ndarray) -> tuple[np.ndarray, _Rows]:
+def _merge(rows: Rows, ops: np.ndarray) -> tuple[np.ndarray, Rows]:
     """Rows of different trees that share endpoints, path, op and step offset run in the
     same step: one transfer each. Returns the group of every row and the merged rows
     (what :func:`~topocoll.synth.forest_rows.choose_batches` counts)."""
@@ -209,12 +203,12 @@ def _merge(rows: _Rows, ops: np.ndarray) -> tuple[np.ndarray, _Rows]:
     first = np.full(len(keys), -1, dtype=np.int64)
     first[group[::-1]] = np.arange(len(group))[::-1]
     count = np.bincount(group, weights=rows.count, minlength=len(keys)).astype(np.int64)
-    merged = _Rows(rows.src[first], rows.dst[first], rows.depth[first], rows.start[first],
+    merged = Rows(rows.src[first], rows.dst[first], rows.depth[first], rows.start[first],
                    count, [rows.paths[i] for i in first], rows.Q)
     return group, merged
 
 
-def _emit(b: ScheduleBuilder, rows: _Rows, ops: np.ndarray, group: np.ndarray,
+def _emit(b: ScheduleBuilder, rows: Rows, ops: np.ndarray, group: np.ndarray,
           sel: np.ndarray, s: int) -> None:
     """Add the transfers of step ``s`` (rows ``sel``, merged by ``group``)."""
     sel = sel[np.argsort(group[sel], kind="stable")]
@@ -234,7 +228,7 @@ def _emit(b: ScheduleBuilder, rows: _Rows, ops: np.ndarray, group: np.ndarray,
 def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                              batches: int | None = None, size: float = DEFAULT_SIZE,
                              alpha: float = 0.0, budget: int = FREE_BUDGET,
-                             time_limit: float = LP_TIME_LIMIT) -> Schedule:
+                             rounds: int = LP_ROUNDS) -> Schedule:
     """Return the overlapped tree allreduce at the LP optimum with free partition sizes.
 
     Parameters
@@ -249,14 +243,14 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
     size, alpha, budget
         As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget
         :data:`FREE_BUDGET`).
-    time_limit : float
-        Cap on the column generation (seconds); if hit, ``meta["lp_gap"]`` is the
+    rounds : int
+        Cap on the column generation's master solves; if hit, ``meta["lp_gap"]`` is the
         certified relative gap of the LP solution used.
 
     Notes
     -----
     ``num_steps = P + 2 max_T D_T - 1``. ``meta`` holds the LP rate ``lp_rate_Bps``
-    (``X``), whether it is proved optimal, its gap, iterations and seconds, the
+    (``X``), whether it is proved optimal, its gap and iterations, the
     number of trees, ``Q`` and the rounding loss.
 
     Examples
@@ -268,13 +262,13 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
     """
     group = resolve_group(topology, ranks)
     require(len(group) >= 2, "free_partition needs at least two ranks")
-    lp = tree_lp(topology, group, time_limit)
-    bw = _bandwidth(topology)
+    lp = tree_lp(topology, group, rounds)
+    bw = bundle_bandwidth(topology)
     usage = _usage(lp, topology)
     N = len(group)
     qmax = max(len(lp.trees), min(4096, CHUNK_BUDGET // (32 * 2 * (N - 1))))
     n, Q, loss = quantize(lp.rates / lp.value, usage, bw, lp.value, qmax)
-    rows, ops, D = _rows(lp, n, Q)
+    rows, ops, D = _lp_rows(lp, n, Q)
     group_of, merged = _merge(rows, ops)
     if batches is None:
         batches = choose_batches(merged, topology, size / Q, alpha=alpha, budget=budget)
@@ -290,6 +284,5 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
             "trees": str(int((n > 0).sum())), "max_depth": str(D),
             "lp_rate_Bps": f"{lp.value:.9g}", "lp_optimal": str(lp.optimal),
             "lp_gap": f"{lp.gap:.3g}", "lp_iterations": str(lp.iterations),
-            "lp_seconds": f"{lp.seconds:.3g}",
             "rounding_loss": "0" if abs(loss) < 1e-12 else f"{loss:.3g}"}
     return b.build(name="topology_adaptive", meta=meta)

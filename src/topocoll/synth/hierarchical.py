@@ -36,7 +36,7 @@ from ..topology import Topology
 from ._common import require, resolve_group
 
 __all__ = ["hierarchical_allreduce", "hierarchical_allgather", "hierarchical_reduce_scatter",
-           "hierarchical_unsupported_reason"]
+           "hierarchical_unsupported_reason", "phases"]
 
 _RING_KINDS = ("ring", "line")
 
@@ -89,7 +89,7 @@ def _phase(b: ScheduleBuilder, dims, d: int, h: int, reduce: bool) -> None:
 
 
 
-def _phases(b, dims, h: int, kind: str) -> None:
+def phases(b, dims, h: int, kind: str) -> None:
     """Append the bucket scheme for ``kind``: reduce-scatter dimension by dimension
     (``0, 1, ...``), then allgather back (``..., 1, 0``); either half alone for
     reduce_scatter and allgather. ``b`` is a builder or anything with its
@@ -111,7 +111,7 @@ def _hierarchical(topology: Topology, ranks, kind: str) -> Schedule:
     h = 2 if any(x.kind in _RING_KINDS for x in dims) else 1
     split = p * h if kind == "allreduce" else h
     b = ScheduleBuilder(Collective(kind, group, split))
-    _phases(b, dims, h, kind)
+    phases(b, dims, h, kind)
     return b.build(name="hierarchical",
                    meta={"dims": ",".join(f"{x.kind}({x.size})" for x in dims)})
 

@@ -47,7 +47,8 @@ from ..schedule.transforms import reverse
 from ..topology import Topology
 from ._common import require, resolve_group
 
-__all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order"]
+__all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order", "logical_shape",
+           "port_dims"]
 
 #: ``rule(x, q, sigma) -> peer coordinate`` for an array of coordinates ``x`` in ``0..q-1``.
 StepRule = Callable[[np.ndarray, int, int], np.ndarray]

@@ -30,10 +30,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-__all__ = ["fill_overhead", "pipeline_time", "batch_units", "LP_CELLS"]
+from ..cost.kernel import barrier_time
+
+__all__ = ["fill_overhead", "pipeline_time", "batch_units", "LP_CELLS", "fluid_counts",
+           "fluid_sends"]
 
 #: Largest ``steps x links x levels`` (nonzeros) of a batch-size linear program.
 LP_CELLS = 400_000
+#: Interior-point iterations :func:`fluid_sends` allows its program.
+IPM_ITERATIONS = 2000
 
 
 def fill_overhead(L: np.ndarray) -> float:
@@ -67,7 +72,7 @@ def pipeline_time(L: np.ndarray, units: np.ndarray, step_cost: float) -> float:
     the data (``L``: levels x links, seconds per link for all the data at that level).
 
     A step costs ``step_cost`` (overhead plus latency) plus its most loaded link; steps
-    without data cost nothing.
+    without data cost nothing (the kernel :func:`~topocoll.cost.kernel.barrier_time`).
 
     Examples
     --------
@@ -79,14 +84,14 @@ def pipeline_time(L: np.ndarray, units: np.ndarray, step_cost: float) -> float:
     units = np.asarray(units, dtype=float)
     w = units / units.sum()
     D, P = L.shape[0], len(w)
-    total = 0.0
+    busy, used = np.zeros(P + D - 1), np.zeros(P + D - 1, dtype=bool)
     for s in range(P + D - 1):
         lo, hi = max(0, s - P + 1), min(D - 1, s)
         ws = w[s - np.arange(lo, hi + 1)]
-        if not np.any(ws > 0):
-            continue
-        total += step_cost + float((ws @ L[lo:hi + 1]).max())
-    return total
+        used[s] = np.any(ws > 0)
+        if used[s]:
+            busy[s] = float((ws @ L[lo:hi + 1]).max())
+    return barrier_time(busy, step_cost, used=used)
 
 
 def batch_units(L: np.ndarray, P: int, resolution: int) -> np.ndarray | None:
@@ -138,7 +143,7 @@ def batch_units(L: np.ndarray, P: int, resolution: int) -> np.ndarray | None:
 
 
 def fluid_sends(parent: np.ndarray, ent_unit: np.ndarray, ent_link: np.ndarray,
-                ent_w: np.ndarray, steps: int, *, time_limit: float = 120.0
+                ent_w: np.ndarray, steps: int, *, max_iterations: int = IPM_ITERATIONS
                 ) -> tuple[np.ndarray, float] | None:
     """The best step-by-step sending of every tree arc over ``steps`` steps.
 
@@ -158,8 +163,8 @@ def fluid_sends(parent: np.ndarray, ent_unit: np.ndarray, ent_link: np.ndarray,
         whole class's data.
     steps : int
         Horizon (at least the deepest arc's depth).
-    time_limit : float
-        Seconds HiGHS may spend.
+    max_iterations : int
+        Interior-point iterations HiGHS may take (work, not seconds).
 
     Returns
     -------
@@ -220,7 +225,7 @@ def fluid_sends(parent: np.ndarray, ent_unit: np.ndarray, ent_link: np.ndarray,
                        shape=(nu, NV))
     cost = np.r_[np.zeros(nu * H), np.ones(H)]
     res = linprog(cost, A_ub=A, b_ub=np.zeros(r), A_eq=eq, b_eq=np.ones(nu), bounds=(0, 1),
-                  method="highs-ipm", options={"time_limit": float(time_limit)})
+                  method="highs-ipm", options={"maxiter": int(max_iterations)})
     if res.status != 0:
         return None
     return res.x[:nu * H].reshape(nu, H), float(res.fun)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import NotSupportedError
 from ..schedule import Schedule
@@ -105,6 +106,9 @@ class Synthesizer:
     sized : bool
         The schedule is planned for a message size (option ``size``); ``topocoll
         compare`` plans it for the largest size it compares.
+    extra : tuple of mappings
+        Option sets tried besides the grid of ``tunables``, each planned for the largest
+        size compared (option ``size``).
     """
 
     name: str
@@ -113,6 +117,7 @@ class Synthesizer:
     applies: Callable[[Topology, tuple[int, ...]], str | None] = _always
     tunables: Mapping[str, tuple] = field(default_factory=dict)
     sized: bool = False
+    extra: tuple[Mapping[str, Any], ...] = ()
 
     def __call__(self, topology: Topology, **options) -> Schedule:
         reason = self.applies(topology, tuple(options.get("ranks") or range(topology.num_ranks)))

@@ -40,7 +40,7 @@ from ..schedule import Schedule, ScheduleBuilder
 from ..schedule.transforms import overlay, remap_chunks
 from ..topology import Dim, Topology
 from ._common import require, resolve_group
-from .hierarchical import _phases, hierarchical_unsupported_reason
+from .hierarchical import hierarchical_unsupported_reason, phases
 from .multiport import butterfly_schedule, make_plan
 from .ring import (
     bidirectional_ring_allgather,
@@ -173,7 +173,7 @@ def _bucket(topology: Topology, ranks, kind: str, dimension_algorithm: str) -> S
         vchunk = np.arange(p * h)
         chunk_map = real[vchunk // h] * per_rank + j * h + vchunk % h
         rec = _Recorder(real, chunk_map)
-        _phases(rec, rot, h, kind)
+        phases(rec, rot, h, kind)
         parts.append(rec.steps)
     split = p * per_rank if kind == "allreduce" else per_rank
     b = ScheduleBuilder(Collective(kind, group, split))

@@ -48,21 +48,13 @@ from ..collective import allreduce, reduce_scatter
 from ..errors import NotSupportedError, TopologyError
 from ..schedule import Schedule
 from ..topology import Link, Topology
-from ._common import gather_parts, require, resolve_group
-from .two_level_plan import (  # noqa: F401  (_Frame, _lp, _Plan: tests use them)
-    MAX_STEPS,
-    UNIT_CHOICES,
-    _Frame,
-    _lp,
-    _Plan,
-)
+from ._common import DEFAULT_SIZE, gather_parts, require, resolve_group
+from .two_level_plan import Frame, Plan
 
 __all__ = ["two_level_groups", "two_level_groupings", "two_level_unsupported_reason",
            "two_level_allgather",
-           "two_level_reduce_scatter", "two_level_allreduce", "DEFAULT_SIZE"]
+           "two_level_reduce_scatter", "two_level_allreduce"]
 
-#: Message size (bytes) the default step fractions and unit count are chosen for.
-DEFAULT_SIZE = 2.0**30
 #: In-group shapes (``relay=`` option): ``off`` (direct exchange), ``on`` (store-and-
 #: forward trees of depth two where members are not all one hop apart), ``auto`` (plan
 #: both, keep the faster).
@@ -182,18 +174,18 @@ def _part(topology: Topology, group: tuple[int, ...], groups, size: float, alpha
     best = None
     for r in ((False, True) if relay == "auto" else (relay == "on",)):
         for rot in (False, True):
-            frame = _Frame(topo, group, groups, relay=r, rotate=rot)
+            frame = Frame(topo, group, groups, relay=r, rotate=rot)
             if r and not frame.relayed and relay == "auto":
                 break                             # nothing to relay (or too deep)
             if rot and best is not None and best[0].period == 1 and not best[0].rotate:
                 break                             # one piece per unit already
-            plan = _Plan(frame, size, alpha, steps, units)
+            plan = Plan(frame, size, alpha, steps, units)
             if best is None or plan.time(alpha) < best[1].time(alpha):
                 best = (frame, plan)
     return best
 
 
-def _meta(frame: _Frame, plan: _Plan, suffix: str = "") -> dict[str, str]:
+def _meta(frame: Frame, plan: Plan, suffix: str = "") -> dict[str, str]:
     return {f"groups{suffix}": f"{frame.R}x{frame.h}", f"steps{suffix}": str(plan.steps),
             f"relay{suffix}": "on" if frame.relayed else "off",
             f"units{suffix}": str(plan.units), f"period{suffix}": str(frame.period),
@@ -252,7 +244,7 @@ def _build(topology: Topology, ranks, kind: str, size: float, alpha: float,
             for rev, (f, p) in parts.items():
                 f.period = q
                 if p.units != U:
-                    parts[rev] = (f, _Plan(f, size, alpha, p.steps - p.depth, U))
+                    parts[rev] = (f, Plan(f, size, alpha, p.steps - p.depth, U))
         t = sum(p.rounded_time + p.steps * (alpha + p.latency) for _, p in parts.values())
         if best is None or t < best[0]:
             best = (t, label, parts)

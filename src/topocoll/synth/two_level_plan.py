@@ -2,8 +2,8 @@
 
 :mod:`~topocoll.synth.two_level` sends every block along *rails* between groups and then
 inside each group. This module holds the pieces: the transfer pairs of every phase
-(:class:`_Frame`), their per-link cost, and the linear program over per-step amounts
-(:func:`_lp`) with its whole-unit rounding (:class:`_Plan`).
+(:class:`Frame`), their per-link cost, and the linear program over per-step amounts
+(:func:`overlap_lp`) with its whole-unit rounding (:class:`Plan`).
 
 In-group phases come in one of two shapes:
 
@@ -41,9 +41,14 @@ import math
 
 import numpy as np
 
+from ..cost.kernel import step_loads
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
-from ._common import require, step_loads
+from ._common import require
+
+__all__ = ["Frame", "Plan", "overlap_lp", "coarsest_units", "relay_parents", "MAX_STEPS",
+           "UNIT_CHOICES", "ENTRY_BUDGET", "ROUNDING_SLACK", "ILP_NODE_LIMIT", "MAX_PERIOD",
+           "inside_fabric", "shared_switches"]
 
 #: Most rail steps the default search tries.
 MAX_STEPS = 36
@@ -57,8 +62,6 @@ ROUNDING_SLACK = 3e-4
 #: Branch-and-bound nodes of one whole-unit program (the best plan found by then is
 #: used): a work limit, so that the plan does not depend on the machine's load.
 ILP_NODE_LIMIT = 1000
-#: Wall-clock safety net (s) of one whole-unit program.
-ILP_TIME_LIMIT = 60.0
 #: Largest spread period (pieces per unit that cover a pair's equal-cost paths).
 MAX_PERIOD = 16
 #: Most hop-2 variants (parent choices per relayed pair).
@@ -176,7 +179,7 @@ def relay_parents(topology: Topology, groups: list[list[int]], avoid: set[int] =
     return out
 
 
-class _Frame:
+class Frame:
     """Pairs and blocks of every phase on one topology (allgather direction).
 
     ``relay``: use the relayed in-group shape (:func:`relay_parents`) where some pair of
@@ -345,7 +348,7 @@ class _Frame:
         return rates, lat
 
 
-def _lp(rates: np.ndarray, S: int, U: int | None = None,
+def overlap_lp(rates: np.ndarray, S: int, U: int | None = None,
         phases: list[tuple[str, int]] | None = None,
         start: np.ndarray | None = None) -> tuple[float, np.ndarray] | None:
     """The fastest overlap in ``S`` steps: minimal sum over steps of the busiest link's
@@ -353,12 +356,12 @@ def _lp(rates: np.ndarray, S: int, U: int | None = None,
     a block, or with ``U`` whole units out of ``U``: then a small integer program,
     solved by HiGHS within :data:`ILP_NODE_LIMIT` nodes, started from ``start``, the
     fractional plan's cumulative amounts rounded down). ``phases`` as
-    :attr:`_Frame.phases` (default: rail, received, own). None if there is no
+    :attr:`Frame.phases` (default: rail, received, own). None if there is no
     solution."""
     import highspy
     from scipy.sparse import csc_matrix
 
-    from ..topology._highs import quiet_highs
+    from ..optimum.highs import quiet_highs
 
     if phases is None:
         phases = [("x", 0), ("y", 1), ("z", 1)]
@@ -417,7 +420,6 @@ def _lp(rates: np.ndarray, S: int, U: int | None = None,
         lp.integrality_ = ([highspy.HighsVarType.kInteger] * (P * S)
                            + [highspy.HighsVarType.kContinuous] * S)
     h = quiet_highs()
-    h.setOptionValue("time_limit", ILP_TIME_LIMIT)
     h.setOptionValue("mip_max_nodes", ILP_NODE_LIMIT)
     h.passModel(lp)
     if U is not None and start is not None:
@@ -448,7 +450,7 @@ def _lp(rates: np.ndarray, S: int, U: int | None = None,
     return res_fun * scale, cum
 
 
-def _coarsest(choices: list[int], solve, lp_t: float):
+def coarsest_units(choices: list[int], solve, lp_t: float):
     """``(time, units, cum)`` of the fewest units per block among ``choices`` (ascending)
     whose whole-unit plan is within :data:`ROUNDING_SLACK` of the LP time ``lp_t``, by
     bisection (the rounding loss shrinks as units grow); the finest feasible plan if
@@ -478,10 +480,10 @@ def _coarsest(choices: list[int], solve, lp_t: float):
     return sol[0], choices[hi], sol[1].astype(np.int64)
 
 
-class _Plan:
+class Plan:
     """Steps and units of one allgather-shaped part."""
 
-    def __init__(self, frame: _Frame, size: float, alpha: float, steps: int | None,
+    def __init__(self, frame: Frame, size: float, alpha: float, steps: int | None,
                  units: int | None):
         rates, lat = frame.unit_rates()
         N = len(frame.group)
@@ -492,9 +494,9 @@ class _Plan:
         # the LP's value does not grow with S (a step may stay empty), so none of more
         # than S steps beats ``best`` once the longest horizon's value plus S + 1 step
         # costs does not
-        last = _lp(rates, MAX_STEPS, phases=frame.phases) if steps is None else None
+        last = overlap_lp(rates, MAX_STEPS, phases=frame.phases) if steps is None else None
         for S in tries:
-            sol = _lp(rates, S, phases=frame.phases)
+            sol = overlap_lp(rates, S, phases=frame.phases)
             if sol is not None and (best is None
                                     or block * sol[0] + S * (alpha + lat) < best[0]):
                 best = (block * sol[0] + S * (alpha + lat), S, sol[0])
@@ -511,8 +513,8 @@ class _Plan:
             require(isinstance(units, int) and units >= 1,
                     f"units must be an integer >= 1, got {units!r}")
             choices = [units]
-        frac = _lp(rates, S, phases=frame.phases)[1]
-        pick = _coarsest(choices, lambda U: _lp(rates, S, U, phases=frame.phases,
+        frac = overlap_lp(rates, S, phases=frame.phases)[1]
+        pick = coarsest_units(choices, lambda U: overlap_lp(rates, S, U, phases=frame.phases,
                                                  start=frac), lp_t)
         require(pick is not None, "the two-level overlap found no whole-unit plan")
         self.lp_time = block * lp_t

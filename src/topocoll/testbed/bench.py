@@ -29,8 +29,8 @@ import sys
 from collections.abc import Callable
 
 from ..cost import AlphaBeta, CostModel
+from ..selection import find_algorithm
 from ..sim import FlowSim
-from ..synth import find_synthesizer
 from ..topology import Topology
 from .launch import run_workers
 from .netns import Testbed, TestbedError
@@ -54,7 +54,7 @@ def predict(topology: Topology, algorithm: str, collective: str, size_bytes: flo
     """
     name = algorithm.partition("+")[0]
     name = "ring" if name == "torch" else name
-    sched = find_synthesizer(name, collective)(topology)
+    sched = find_algorithm(name, collective)(topology)
     return (model or AlphaBeta(bound=False)).evaluate(sched, topology, size_bytes).time
 
 

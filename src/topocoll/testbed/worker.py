@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch.distributed as dist
 
     from .. import runtime as rt
-    from ..synth import find_synthesizer
+    from ..selection import find_algorithm
     from ..topology.spec import parse_spec
     from ..units import parse_size
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         topo = parse_spec(a.topology)
         name, _, variant = a.algorithm.partition("+")
         group = rt.duplex_groups() if variant == "duplex" else None
-        sched = None if name == "torch" else find_synthesizer(name, a.collective)(topo)
+        sched = None if name == "torch" else find_algorithm(name, a.collective)(topo)
         if sched is not None and a.collective == "allreduce":   # one exact check first
             x = torch.arange(1000, dtype=torch.int64) * (rank + 1)
             ref = x.clone()

@@ -6,23 +6,29 @@ so that a caller learns which argument was wrong, not which derived link failed.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import Any
 
 from ..errors import TopologyError
+from ..units import UnitError, parse_rate, parse_time
 from .core import Link
+
+__all__ = ["cable", "check_count", "check_rate", "check_ratio", "check_time", "fmt_num", "per_dim",
+           "rate_field", "switch_latencies", "time_field"]
 
 DEFAULT_BANDWIDTH = 50e9
 DEFAULT_LATENCY = 1e-6
 
 
-def _check_count(n: int, what: str = "num_ranks", minimum: int = 2) -> int:
+def check_count(n: int, what: str = "num_ranks", minimum: int = 2) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
         raise TopologyError(f"{what} must be an integer >= {minimum}, got {n!r}",
                             item=f"field '{what}'")
     return n
 
 
-def _check_rate(value: float, what: str = "bandwidth") -> float:
+def check_rate(value: float, what: str = "bandwidth") -> float:
     """A bandwidth (bytes/s): a real number > 0 and finite."""
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or value <= 0):
@@ -31,7 +37,7 @@ def _check_rate(value: float, what: str = "bandwidth") -> float:
     return float(value)
 
 
-def _check_time(value: float, what: str = "latency") -> float:
+def check_time(value: float, what: str = "latency") -> float:
     """A latency (s): a real number >= 0 and finite."""
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or value < 0):
@@ -40,7 +46,7 @@ def _check_time(value: float, what: str = "latency") -> float:
     return float(value)
 
 
-def _check_ratio(value: float, what: str = "oversubscription") -> float:
+def check_ratio(value: float, what: str = "oversubscription") -> float:
     """A positive finite factor such as an oversubscription ratio."""
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or value <= 0):
@@ -48,12 +54,12 @@ def _check_ratio(value: float, what: str = "oversubscription") -> float:
     return float(value)
 
 
-def _cable(links: list[Link], a: int, b: int, bw: float, lat: float, dim: int | None = None):
+def cable(links: list[Link], a: int, b: int, bw: float, lat: float, dim: int | None = None):
     links.append(Link(a, b, bw, lat, dim))
     links.append(Link(b, a, bw, lat, dim))
 
 
-def _per_dim(value, ndim: int, what: str) -> tuple[float, ...]:
+def per_dim(value, ndim: int, what: str) -> tuple[float, ...]:
     if isinstance(value, (int, float)):
         return (float(value),) * ndim
     vals = tuple(float(v) for v in value)
@@ -63,12 +69,36 @@ def _per_dim(value, ndim: int, what: str) -> tuple[float, ...]:
     return vals
 
 
-def _switch_latencies(num_ranks: int, num_switches: int, switch_latency: float) -> tuple:
+def switch_latencies(num_ranks: int, num_switches: int, switch_latency: float) -> tuple:
     """``node_latency`` for ranks (0) followed by switches; empty when it is all zero."""
-    lat = _check_time(switch_latency, "switch_latency")
+    lat = check_time(switch_latency, "switch_latency")
     return (0.0,) * num_ranks + (lat,) * num_switches if lat else ()
 
 
-def _fmt_num(x: float) -> str:
+def fmt_num(x: float) -> str:
     """A short number for generator names: ``2`` rather than ``2.0``."""
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def rate_field(value: Any, item: str) -> float:
+    """A bandwidth field of a file or spec (number of bytes/s or unit string); errors name
+    ``item``."""
+    if isinstance(value, str):  # YAML 1.1 reads "1e9" (no dot) as a string: accept it as B/s
+        with contextlib.suppress(ValueError):   # otherwise a unit string such as "400Gbps"
+            value = float(value)
+    try:
+        v = parse_rate(value)
+    except UnitError as e:
+        raise TopologyError(f"{item}: {e}", item=item) from None
+    return v
+
+
+def time_field(value: Any, item: str) -> float:
+    """A time field of a file or spec (seconds or unit string); errors name ``item``."""
+    try:
+        v = parse_time(value)
+    except UnitError as e:
+        raise TopologyError(f"{item}: {e}", item=item) from None
+    if not math.isfinite(v):
+        raise TopologyError(f"{item}: time must be finite, got {value!r}", item=item)
+    return v

@@ -15,18 +15,18 @@ naming the offending item otherwise.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..digest import content_digest
 from ..errors import TopologyError
+from .routing import ROUTINGS, routes, shortest_path_nodes
 
 __all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS"]
 
-#: Routing policies understood by :meth:`Topology.routes`.
-ROUTINGS = ("shortest", "ecmp", "spray")
 #: Dimension kinds of hierarchical topologies (ASTRA-sim's three plus torus/mesh lines).
 DIM_KINDS = ("ring", "line", "fully_connected", "switch")
 
@@ -191,6 +191,45 @@ class Topology:
         return (f"Topology({self.name!r}, ranks={self.num_ranks}, switches={self.num_switches}, "
                 f"links={len(self.links)})")
 
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per topology and key (a topology is immutable, so
+        anything derived from it can be kept with it). The cache dies with the topology.
+
+        Examples
+        --------
+        >>> from topocoll.topology.generators import ring
+        >>> t = ring(4)
+        >>> t.memo("answer", lambda: 42), t.memo("answer", lambda: 0)
+        (42, 42)
+        """
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def fingerprint(self) -> str:
+        """A stable content hash (64 hex digits) of everything that determines how this
+        topology behaves: node counts, every link (endpoints, bandwidth, latency,
+        dimension, in order: routing breaks ties by link order), forwarding latencies,
+        dimensions, routing policy and ``meta``. The name is left out (two topologies
+        that differ only in name route, bound and cost alike). Numbers are hashed by
+        value (:func:`~topocoll.digest.content_digest`), so neither dict order nor float
+        formatting changes it, and it is the same on every machine and run.
+
+        Examples
+        --------
+        >>> from topocoll.topology.generators import ring
+        >>> ring(4).fingerprint() == ring(4).fingerprint()
+        True
+        >>> ring(4).fingerprint() == ring(4, bandwidth=25e9).fingerprint()
+        False
+        """
+        return self.memo("fingerprint", lambda: content_digest(
+            "topocoll.Topology/1", self.num_ranks, self.num_switches, self.link_src,
+            self.link_dst, self.link_bandwidth, self.link_latency,
+            np.array([-1 if lk.dim is None else lk.dim for lk in self.links], np.int64),
+            list(self.node_latency), [(d.kind, d.size, d.bandwidth, d.latency) for d in self.dims],
+            self.routing, dict(self.meta or {})))
+
     # ------------------------------------------------------------- link arrays
     def _arrays(self) -> dict[str, np.ndarray]:
         a = self._cache.get("arrays")
@@ -295,14 +334,10 @@ class Topology:
         >>> ring(6).path(0, 2)
         (0, 1, 2)
         """
-        from .routing import shortest_path_nodes
-
         return shortest_path_nodes(self, src, dst)
 
     def routes(self, pairs: np.ndarray, routing: str | None = None):
         """Route many ``(src, dst)`` pairs at once; see :func:`topocoll.topology.routing.routes`."""
-        from .routing import routes
-
         return routes(self, pairs, routing or self.routing)
 
     def hop_distances(self) -> np.ndarray:

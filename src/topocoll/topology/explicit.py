@@ -7,19 +7,23 @@ strings with units (``"400Gbps"``, ``"100ns"``), parsed by :mod:`topocoll.units`
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import TopologyError
-from ..units import UnitError, parse_rate, parse_time
-from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _check_count, _check_time
+from ._common import (
+    DEFAULT_BANDWIDTH,
+    DEFAULT_LATENCY,
+    check_count,
+    check_time,
+    rate_field,
+    time_field,
+)
 from .core import ROUTINGS, Link, Topology
 
-__all__ = ["from_matrix", "from_edges"]
+__all__ = ["from_matrix", "from_edges", "parse_links"]
 
 _EDGE_KEYS = ("src", "dst", "bandwidth", "latency", "dim")
 
@@ -66,9 +70,9 @@ def from_matrix(bandwidth: Any, *, latency: Any = DEFAULT_LATENCY,
     if bw.ndim != 2 or bw.shape[0] != bw.shape[1]:
         raise TopologyError(f"bandwidth must be a square matrix, got shape {bw.shape}",
                             item="field 'bandwidth'")
-    n = _check_count(bw.shape[0], "num_ranks")
+    n = check_count(bw.shape[0], "num_ranks")
     if np.ndim(latency) == 0:
-        lat = np.full(bw.shape, _check_time(latency))
+        lat = np.full(bw.shape, check_time(latency))
     else:
         try:
             lat = np.asarray(latency, dtype=np.float64)
@@ -133,12 +137,12 @@ def from_edges(edges: Iterable[Any], *, num_ranks: int, num_switches: int = 0,
     >>> len(t.links), t.links[0].bandwidth, t.links[2].latency
     (4, 12500000000.0, 5e-07)
     """
-    n = _check_count(num_ranks, "num_ranks", minimum=1)
-    s = _check_count(num_switches, "num_switches", minimum=0)
-    default_bw = _rate(bandwidth, "field 'bandwidth'")
-    default_lat = _time(latency, "field 'latency'")
+    n = check_count(num_ranks, "num_ranks", minimum=1)
+    s = check_count(num_switches, "num_switches", minimum=0)
+    default_bw = rate_field(bandwidth, "field 'bandwidth'")
+    default_lat = time_field(latency, "field 'latency'")
     links = parse_links(edges, default_bw, default_lat, bidirectional=bidirectional)
-    fwd = tuple(_time(x, f"node {i}") for i, x in enumerate(node_latency))
+    fwd = tuple(time_field(x, f"node {i}") for i, x in enumerate(node_latency))
     if routing not in ROUTINGS:
         raise TopologyError(f"routing must be one of {ROUTINGS}, got {routing!r}",
                             item="field 'routing'")
@@ -160,10 +164,10 @@ def parse_links(edges: Iterable[Any], bandwidth: float | None, latency: float, *
     for k, e in enumerate(edges):
         src, dst, bw, lat, dim = _edge_fields(e, item.format(k=k))
         tag = f"link {src}->{dst}"
-        bw = _rate(bw, tag) if bw is not None else bandwidth
+        bw = rate_field(bw, tag) if bw is not None else bandwidth
         if bw is None:
             raise TopologyError(f"{tag}: missing bandwidth", item=tag)
-        lat = _time(lat, tag) if lat is not None else latency
+        lat = time_field(lat, tag) if lat is not None else latency
         links.append(Link(src, dst, bw, lat, dim))
         if bidirectional:
             links.append(Link(dst, src, bw, lat, dim))
@@ -190,24 +194,3 @@ def _edge_fields(e: Any, tag: str) -> tuple:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TopologyError(f"{tag}: node ids and dim must be integers, got {v!r}", item=tag)
     return int(src), int(dst), bw, lat, None if dim is None else int(dim)
-
-
-def _rate(value: Any, item: str) -> float:
-    if isinstance(value, str):  # YAML 1.1 reads "1e9" (no dot) as a string: accept it as B/s
-        with contextlib.suppress(ValueError):   # otherwise a unit string such as "400Gbps"
-            value = float(value)
-    try:
-        v = parse_rate(value)
-    except UnitError as e:
-        raise TopologyError(f"{item}: {e}", item=item) from None
-    return v
-
-
-def _time(value: Any, item: str) -> float:
-    try:
-        v = parse_time(value)
-    except UnitError as e:
-        raise TopologyError(f"{item}: {e}", item=item) from None
-    if not math.isfinite(v):
-        raise TopologyError(f"{item}: time must be finite, got {value!r}", item=item)
-    return v

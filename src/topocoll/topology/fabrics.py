@@ -15,13 +15,13 @@ from ..errors import TopologyError
 from ._common import (
     DEFAULT_BANDWIDTH,
     DEFAULT_LATENCY,
-    _cable,
-    _check_count,
-    _check_rate,
-    _check_ratio,
-    _check_time,
-    _fmt_num,
-    _switch_latencies,
+    cable,
+    check_count,
+    check_rate,
+    check_ratio,
+    check_time,
+    fmt_num,
+    switch_latencies,
 )
 from .core import Link, Topology
 
@@ -78,29 +78,29 @@ def fat_tree(k: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = D
     >>> t.num_ranks, t.num_switches, len(t.links), t.describe()["rank_diameter_hops"]
     (16, 20, 96, 6)
     """
-    k = _check_count(k, "k")
+    k = check_count(k, "k")
     if k % 2:
         raise TopologyError(f"k must be even, got {k}", item="field 'k'")
-    bw, lat = _check_rate(bandwidth), _check_time(latency)
-    up = bw / _check_ratio(oversubscription)
+    bw, lat = check_rate(bandwidth), check_time(latency)
+    up = bw / check_ratio(oversubscription)
     h = k // 2
     n = k * h * h
     edge, agg, core = n, n + k * h, n + 2 * k * h
     links: list[Link] = []
     for r in range(n):
-        _cable(links, r, edge + r // h, bw, lat)
+        cable(links, r, edge + r // h, bw, lat)
     for p in range(k):
         for e in range(h):
             for a in range(h):
-                _cable(links, edge + p * h + e, agg + p * h + a, up, lat)
+                cable(links, edge + p * h + e, agg + p * h + a, up, lat)
     for p in range(k):
         for a in range(h):
             for c in range(h):
-                _cable(links, agg + p * h + a, core + a * h + c, up, lat)
+                cable(links, agg + p * h + a, core + a * h + c, up, lat)
     num_switches = 2 * k * h + h * h
     label = name or (f"fattree:k={k}" + _oversub_suffix(oversubscription))
     return Topology(label, n, num_switches, tuple(links),
-                    node_latency=_switch_latencies(n, num_switches, switch_latency),
+                    node_latency=switch_latencies(n, num_switches, switch_latency),
                     meta={"groups": [list(range(p * h * h, (p + 1) * h * h)) for p in range(k)]})
 
 
@@ -146,30 +146,30 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, *,
     >>> t.num_ranks, t.num_switches, len(t.links), t.links[-1].bandwidth / 1e9
     (32, 6, 80, 200.0)
     """
-    nl = _check_count(leaves, "leaves")
-    ns = _check_count(spines, "spines", minimum=1)
-    hpl = _check_count(hosts_per_leaf, "hosts_per_leaf", minimum=1)
-    bw, lat = _check_rate(bandwidth), _check_time(latency)
-    over = _check_ratio(oversubscription)
+    nl = check_count(leaves, "leaves")
+    ns = check_count(spines, "spines", minimum=1)
+    hpl = check_count(hosts_per_leaf, "hosts_per_leaf", minimum=1)
+    bw, lat = check_rate(bandwidth), check_time(latency)
+    over = check_ratio(oversubscription)
     if uplink_bandwidth is None:
         up = hpl * bw / (ns * over)
     elif over != 1.0:
         raise TopologyError("give uplink_bandwidth or oversubscription, not both",
                             item="field 'oversubscription'")
     else:
-        up = _check_rate(uplink_bandwidth, "uplink_bandwidth")
+        up = check_rate(uplink_bandwidth, "uplink_bandwidth")
     n = nl * hpl
     links: list[Link] = []
     for r in range(n):
-        _cable(links, r, n + r // hpl, bw, lat)
+        cable(links, r, n + r // hpl, bw, lat)
     for leaf in range(nl):
         for s in range(ns):
-            _cable(links, n + leaf, n + nl + s, up, lat)
+            cable(links, n + leaf, n + nl + s, up, lat)
     label = name or (f"leafspine:leaves={nl},spines={ns},hosts={hpl}"
                      + _oversub_suffix(oversubscription)
-                     + (f",uplink_bw={_fmt_num(up)}" if uplink_bandwidth is not None else ""))
+                     + (f",uplink_bw={fmt_num(up)}" if uplink_bandwidth is not None else ""))
     return Topology(label, n, nl + ns, tuple(links),
-                    node_latency=_switch_latencies(n, nl + ns, switch_latency),
+                    node_latency=switch_latencies(n, nl + ns, switch_latency),
                     meta={"groups": [list(range(i * hpl, (i + 1) * hpl)) for i in range(nl)]})
 
 
@@ -225,39 +225,39 @@ def dgx(boxes: int, *, gpus_per_box: int = 8, nvlink_bandwidth: float = 450e9,
     >>> dgx(4, fabric="switch").num_switches
     5
     """
-    nb = _check_count(boxes, "boxes", minimum=1)
-    g = _check_count(gpus_per_box, "gpus_per_box")
-    nv_bw, nic_bw = _check_rate(nvlink_bandwidth, "nvlink_bandwidth"), _check_rate(
+    nb = check_count(boxes, "boxes", minimum=1)
+    g = check_count(gpus_per_box, "gpus_per_box")
+    nv_bw, nic_bw = check_rate(nvlink_bandwidth, "nvlink_bandwidth"), check_rate(
         nic_bandwidth, "nic_bandwidth")
-    nv_lat, nic_lat = _check_time(nvlink_latency, "nvlink_latency"), _check_time(
+    nv_lat, nic_lat = check_time(nvlink_latency, "nvlink_latency"), check_time(
         nic_latency, "nic_latency")
     if fabric not in FABRICS:
         raise TopologyError(f"fabric must be one of {FABRICS}, got {fabric!r}",
                             item="field 'fabric'")
     if fabric == "switch" and spines is not None:
         raise TopologyError("spines apply only to fabric='rail'", item="field 'spines'")
-    ns = max(1, g // 2) if spines is None else _check_count(spines, "spines", minimum=0)
+    ns = max(1, g // 2) if spines is None else check_count(spines, "spines", minimum=0)
     n = nb * g
     links: list[Link] = []
     for r in range(n):
-        _cable(links, r, n + r // g, nv_bw, nv_lat)
+        cable(links, r, n + r // g, nv_bw, nv_lat)
     fab = n + nb
     if fabric == "switch":
         for r in range(n):
-            _cable(links, r, fab, nic_bw, nic_lat)
+            cable(links, r, fab, nic_bw, nic_lat)
         num_switches = nb + 1
     else:
         for r in range(n):
-            _cable(links, r, fab + r % g, nic_bw, nic_lat)
+            cable(links, r, fab + r % g, nic_bw, nic_lat)
         for rail in range(g):
             for s in range(ns):
-                _cable(links, fab + rail, fab + g + s, nb * nic_bw / ns, nic_lat)
+                cable(links, fab + rail, fab + g + s, nb * nic_bw / ns, nic_lat)
         num_switches = nb + g + ns
     label = name or (f"dgx:{nb}" + (f",gpus={g}" if g != 8 else "")
                      + (",fabric=switch" if fabric == "switch" else "")
                      + (f",spines={spines}" if spines is not None else ""))
     return Topology(label, n, num_switches, tuple(links),
-                    node_latency=_switch_latencies(n, num_switches, switch_latency),
+                    node_latency=switch_latencies(n, num_switches, switch_latency),
                     meta={"groups": [list(range(b * g, (b + 1) * g)) for b in range(nb)]})
 
 
@@ -307,4 +307,4 @@ def _preset_name(prefix: str, boxes, fabric: str, spines) -> str:
 
 
 def _oversub_suffix(oversubscription: float) -> str:
-    return "" if oversubscription == 1 else f",oversub={_fmt_num(oversubscription)}"
+    return "" if oversubscription == 1 else f",oversub={fmt_num(oversubscription)}"

@@ -26,11 +26,11 @@ from ..errors import TopologyError
 from ._common import (
     DEFAULT_BANDWIDTH,
     DEFAULT_LATENCY,
-    _cable,
-    _check_count,
-    _check_rate,
-    _check_time,
-    _per_dim,
+    cable,
+    check_count,
+    check_rate,
+    check_time,
+    per_dim,
 )
 from .core import Dim, Link, Topology
 from .explicit import from_edges, from_matrix
@@ -63,7 +63,7 @@ def ring(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
     >>> len(ring(8, bidirectional=False).links)
     8
     """
-    n = _check_count(num_ranks)
+    n = check_count(num_ranks)
     links: list[Link] = []
     for i in range(n):
         j = (i + 1) % n
@@ -102,7 +102,7 @@ def fully_connected(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     >>> len(fully_connected(4).links)
     12
     """
-    n = _check_count(num_ranks)
+    n = check_count(num_ranks)
     links = [Link(i, j, bandwidth, latency, 0) for i in range(n) for j in range(n) if i != j]
     return Topology(name or f"fully_connected:{n}", n, 0, tuple(links),
                     dims=(Dim("fully_connected", n, bandwidth, latency),))
@@ -121,10 +121,10 @@ def star(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
     >>> t.num_switches, len(t.links), t.path(0, 3)
     (1, 8, (0, 4, 3))
     """
-    n = _check_count(num_ranks)
+    n = check_count(num_ranks)
     links: list[Link] = []
     for i in range(n):
-        _cable(links, i, n, bandwidth, latency, 0)
+        cable(links, i, n, bandwidth, latency, 0)
     fwd = (0.0,) * n + (switch_latency,) if switch_latency else ()
     return Topology(name or f"star:{n}", n, 1, tuple(links), node_latency=fwd,
                     dims=(Dim("switch", n, bandwidth, latency),))
@@ -135,10 +135,10 @@ def _grid(shape: Sequence[int], wrap: bool, bandwidth, latency, name, kind) -> T
     if not shape:
         raise TopologyError("shape must have at least one dimension", item="field 'shape'")
     for d in shape:
-        _check_count(d, "dimension size")
+        check_count(d, "dimension size")
     n = math.prod(shape)
-    bws = _per_dim(bandwidth, len(shape), "bandwidth")
-    lats = _per_dim(latency, len(shape), "latency")
+    bws = per_dim(bandwidth, len(shape), "bandwidth")
+    lats = per_dim(latency, len(shape), "latency")
     links: list[Link] = []
     stride = 1
     for k, size in enumerate(shape):
@@ -272,7 +272,7 @@ def hypercube(dimension: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     >>> t.num_ranks, len(t.links), t.describe()["rank_diameter_hops"]
     (8, 24, 3)
     """
-    d = _check_count(dimension, "dimension", minimum=1)
+    d = check_count(dimension, "dimension", minimum=1)
     return _grid((2,) * d, True, bandwidth, latency, name or f"hypercube:{d}", "ring")
 
 
@@ -313,8 +313,8 @@ def circulant(num_ranks: int, jumps: Sequence[int], *, bandwidth: float = DEFAUL
     >>> len(circulant(8, [1, 3], directed=True).links)
     16
     """
-    n = _check_count(num_ranks)
-    bw, lat = _check_rate(bandwidth), _check_time(latency)
+    n = check_count(num_ranks)
+    bw, lat = check_rate(bandwidth), check_time(latency)
     jumps = tuple(jumps)
     if not jumps:
         raise TopologyError("circulant needs at least one jump", item="field 'jumps'")
@@ -384,9 +384,9 @@ def random_regular(num_ranks: int, degree: int, *, seed: int,
     """
     import networkx as nx
 
-    n = _check_count(num_ranks)
-    d = _check_count(degree, "degree", minimum=1)
-    bw, lat = _check_rate(bandwidth), _check_time(latency)
+    n = check_count(num_ranks)
+    d = check_count(degree, "degree", minimum=1)
+    bw, lat = check_rate(bandwidth), check_time(latency)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TopologyError(f"seed must be an integer, got {seed!r}", item="field 'seed'")
     if d >= n or (n * d) % 2 or (d == 1 and n > 2):
@@ -402,5 +402,5 @@ def random_regular(num_ranks: int, degree: int, *, seed: int,
                             f"{RRG_MAX_TRIES} seeds derived from {seed}", item="field 'seed'")
     links: list[Link] = []
     for a, b in sorted(tuple(sorted(e)) for e in g.edges()):
-        _cable(links, a, b, bw, lat)
+        cable(links, a, b, bw, lat)
     return Topology(name or f"rrg:{n},d={d},seed={seed}", n, 0, tuple(links))

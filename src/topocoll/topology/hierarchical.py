@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..errors import TopologyError
 from ..units import format_rate, format_time, parse_rate, parse_time
-from ._common import _cable
+from ._common import cable
 from .core import Dim, Link, Topology
 
 __all__ = ["multi_dim"]
@@ -79,7 +79,7 @@ def multi_dim(dims: Sequence[Dim], *, name: str | None = None) -> Topology:
             for g, base in enumerate(leaders):
                 sw = n + num_switches + g
                 for x in range(d.size):
-                    _cable(links, base + x * stride, sw, d.bandwidth, d.latency, k)
+                    cable(links, base + x * stride, sw, d.bandwidth, d.latency, k)
             num_switches += len(leaders)
         else:
             for r in range(n):

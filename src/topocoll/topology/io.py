@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NotSupportedError, TopologyError
+from ._common import rate_field, time_field
 from .core import Dim, Topology
-from .explicit import _rate, _time, parse_links
+from .explicit import parse_links
 from .hierarchical import multi_dim
 
-__all__ = ["TYPE_TAG", "FORMAT_VERSION", "topology_to_dict", "topology_from_dict",
-           "save_topology", "load_topology_file", "read_astra_network", "write_astra_network"]
+__all__ = ["TYPE_TAG", "FORMAT_VERSION", "topology_to_dict", "topology_from_dict", "save_topology",
+           "load_topology_file", "read_astra_network", "write_astra_network", "read_mapping"]
 
 TYPE_TAG = "topocoll.topology"
 FORMAT_VERSION = 1
@@ -146,7 +147,7 @@ def topology_from_dict(data: Mapping[str, Any], *, name: str = "topology") -> To
     if not isinstance(label, str):
         raise TopologyError(f"name must be a string, got {label!r}", item="field 'name'")
     return Topology(label, num_ranks, num_switches, tuple(links),
-                    node_latency=tuple(_time(x, f"node {i}") for i, x in enumerate(fwd)),
+                    node_latency=tuple(time_field(x, f"node {i}") for i, x in enumerate(fwd)),
                     dims=_dims(data.get("dims", ())), routing=data.get("routing", "shortest"),
                     meta=dict(meta))
 
@@ -411,8 +412,8 @@ def _dims(raw: Any) -> tuple[Dim, ...]:
         if not isinstance(d, Mapping) or set(d) != set(_DIM_KEYS):
             raise TopologyError(f"dims[{i}] must be a mapping with exactly the keys "
                                 f"{', '.join(_DIM_KEYS)}, got {d!r}", item="field 'dims'")
-        out.append(Dim(d["kind"], d["size"], _rate(d["bandwidth"], "field 'dims'"),
-                       _time(d["latency"], "field 'dims'")))
+        out.append(Dim(d["kind"], d["size"], rate_field(d["bandwidth"], "field 'dims'"),
+                       time_field(d["latency"], "field 'dims'")))
     return tuple(out)
 
 

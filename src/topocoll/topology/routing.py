@@ -5,7 +5,7 @@ of the pair's bytes that crosses ``link``. Routes of many pairs are returned tog
 one :class:`Routes` object in CSR form, so that cost models can add up link loads with a
 single ``np.bincount``.
 
-Routing policies (:data:`topocoll.topology.core.ROUTINGS`):
+Routing policies (:data:`ROUTINGS`):
 
 ``"shortest"``
     One deterministic minimum-hop path. At every hop the next node is the one reached by
@@ -55,13 +55,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TopologyError
-from .core import ROUTINGS
 
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["Routes", "routes", "path_routes", "shortest_path_nodes", "spread_paths"]
+__all__ = ["ROUTINGS", "Routes", "routes", "path_routes", "shortest_path_nodes", "spread_paths"]
 
+#: Routing policies understood by :func:`routes` (and :meth:`Topology.routes`).
+ROUTINGS = ("shortest", "ecmp", "spray")
 #: Elements (destinations x max(nodes, links)) in one block of the distance computation.
 BLOCK_ELEMENTS = 1 << 22
 #: How many :func:`routes` results a topology memoizes.
@@ -136,9 +137,10 @@ class _Graph:
 
 
 def _graph(topology: Topology) -> _Graph:
-    g = topology._cache.get("routing_graph")
-    if g is not None:
-        return g
+    return topology.memo("routing_graph", lambda: _build_graph(topology))
+
+
+def _build_graph(topology: Topology) -> _Graph:
     n = topology.num_nodes
     src, dst = topology.link_src, topology.link_dst
     bw, lat = topology.link_bandwidth, topology.link_latency
@@ -167,7 +169,6 @@ def _graph(topology: Topology) -> _Graph:
         bundle_of=bundle_of, hop_lat=blat[bundle_of] + fwd[dst],
         simple=bool(np.all(bsize == 1)),
     )
-    topology._cache["routing_graph"] = g
     return g
 
 
@@ -472,7 +473,7 @@ def routes(topology: Topology, pairs, routing: str | None = None) -> Routes:
         raise TopologyError(f"routing must be one of {ROUTINGS}, got {routing!r}",
                             item="routing")
     p = _as_pairs(pairs)
-    cache = topology._cache.setdefault("routes", OrderedDict())
+    cache = topology.memo("routes", OrderedDict)
     key = (routing, len(p), hashlib.blake2b(p.tobytes(), digest_size=16).digest())
     hit = cache.get(key)
     if hit is not None:

@@ -2,7 +2,7 @@
 oversubscribed fabrics, background contention, and MI250-like boxes with NICs.
 
 Bandwidths are whole multiples of 1 Gb/s (``1.25e8`` bytes/s) so that the exact
-max-flow optimum (:mod:`topocoll.topology.maxflow`) works on small integers. Every
+max-flow optimum (:mod:`topocoll.optimum.maxflow`) works on small integers. Every
 generator is seeded and deterministic. DGX A100/H100-like boxes are
 :func:`~topocoll.topology.fabrics.dgx_a100` and :func:`~topocoll.topology.fabrics.dgx_h100`.
 

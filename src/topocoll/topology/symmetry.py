@@ -7,7 +7,7 @@ automorphisms split the members into *orbits*; for every member ``r`` of an orbi
 representative ``rep`` we keep one automorphism ``g_r`` with ``g_r(rep) = r`` (a
 *transversal*, from a breadth-first search over the group's generators: a Schreier tree).
 
-Column-generation LPs over per-root trees (:mod:`~topocoll.topology.timedlp`) use it:
+Column-generation LPs over per-root trees (:mod:`~topocoll.optimum.timedlp`) use it:
 their optimum is attained by a solution invariant under the group, i.e. one in which
 root ``r``'s trees are the images under ``g_r`` of ``rep``'s. So only one root per orbit
 needs columns and pricing, with every column standing for all its images.
@@ -165,9 +165,7 @@ def rank_symmetry(topology: Topology, ranks: Sequence[int] | None = None,
     members = tuple(range(topology.num_ranks)) if ranks is None else \
         tuple(sorted(int(r) for r in ranks))
     key = ("rank_symmetry", members, bool(enabled))
-    if key not in topology._cache:
-        topology._cache[key] = _symmetry(topology, members, enabled)
-    return topology._cache[key]
+    return topology.memo(key, lambda: _symmetry(topology, members, enabled))
 
 
 def _symmetry(topology: Topology, members: tuple[int, ...], enabled: bool) -> RankSymmetry:

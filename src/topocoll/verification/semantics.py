@@ -48,7 +48,7 @@ from numba import get_num_threads, njit, prange
 
 from ..schedule import Schedule
 
-__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31"]
+__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "Collector"]
 
 VIOLATION_KINDS = (
     "bad_rank", "self_transfer", "bad_chunk", "no_route", "not_held", "double_count",

@@ -1,0 +1,17 @@
+"""The ``topocoll`` command line: one module per command group, the only code that prints.
+
+Every command takes ``--json`` for machine-readable output. Library errors are printed as
+one line on stderr and exit with status 2; ``verify`` exits with status 1 when the
+schedule has violations.
+"""
+
+from . import bound, compare, demo, export, schedules, simulate, study, testbed, topology
+from .app import app
+
+__all__ = ["app", "main", "bound", "compare", "demo", "export", "schedules", "simulate",
+           "study", "testbed", "topology"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

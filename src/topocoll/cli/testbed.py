@@ -1,0 +1,124 @@
+"""``topocoll testbed up|down|run|bench``: the emulated cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..units import format_size, format_time, parse_size
+from .app import JsonOpt, TopoOpt, app, handle_errors, load_topo, out, print_json
+
+__all__ = ["testbed_app", "testbed_bench", "testbed_down", "testbed_run", "testbed_up"]
+
+
+testbed_app = typer.Typer(no_args_is_help=True,
+                          help="Emulated cluster: network namespaces, shaped veth links, workers.")
+app.add_typer(testbed_app, name="testbed")
+NameOpt = Annotated[str, typer.Option("--name", help="Testbed id (1-12 lower-case a-z/0-9).")]
+DelayOpt = Annotated[str, typer.Option("--delay", help="Link latency: auto (netem if the kernel "
+                                       "has it, else the userspace delay line), netem, relay, "
+                                       "off.")]
+_DELAY_NOTE = {"netem": "link delay: netem",
+               "relay": "link delay: userspace delay line (relay namespace {ns}; the kernel "
+                        "has no sch_netem or relay was asked for; latencies under 100 us "
+                        "are left to the veth)",
+               "none": "link delay: none (every link latency is 0, or under the delay "
+                       "line's 100 us resolution)",
+               "off": "link delay: off (link latency is NOT emulated)"}
+
+
+@testbed_app.command("up")
+@handle_errors
+def testbed_up(topology: TopoOpt, name: NameOpt = "0", delay: DelayOpt = "auto",
+               as_json: JsonOpt = False) -> None:
+    """Build one namespace per rank and switch, veth links, tc shaping and delay per direction."""
+    from ..testbed.netns import up
+
+    tb = up(load_topo(topology), name=name, spec=topology, delay=delay)
+    if as_json:
+        print_json(dataclasses.asdict(tb))
+        return
+    out.print(f"testbed {tb.name}: {tb.num_ranks} ranks, {len(tb.nodes)} namespaces, "
+              f"{len(tb.links)} shaped directions (prefix {tb.prefix})", highlight=False)
+    out.print(_DELAY_NOTE[tb.delay_mode].format(ns=tb.relay_ns), highlight=False)
+
+
+@testbed_app.command("down")
+@handle_errors
+def testbed_down(name: NameOpt = "0", as_json: JsonOpt = False) -> None:
+    """Remove everything of a testbed (idempotent, also after a crash)."""
+    from ..testbed.netns import down
+
+    removed = down(name)
+    if as_json:
+        print_json({"name": name, "removed": removed})
+    else:
+        out.print(f"testbed {name}: removed {len(removed)} namespaces", highlight=False)
+
+
+@testbed_app.command("run", context_settings={"allow_extra_args": True,
+                                              "ignore_unknown_options": True})
+@handle_errors
+def testbed_run(ctx: typer.Context, name: NameOpt = "0",
+                timeout: Annotated[float, typer.Option(help="Seconds before workers are killed.")]
+                = 600.0, as_json: JsonOpt = False) -> None:
+    """Run a command once per rank inside the namespaces: testbed run -- python train.py
+
+    Workers get RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and GLOO_SOCKET_IFNAME.
+    """
+    from ..testbed.launch import run_workers
+    from ..testbed.netns import TestbedError, load
+
+    if not ctx.args:
+        raise TestbedError("testbed run needs a command after --")
+    res = run_workers(load(name), list(ctx.args), timeout=timeout)
+    if as_json:
+        print_json([dataclasses.asdict(r) for r in res])
+    else:
+        for r in res:
+            out.print(f"--- rank {r.rank} (exit {r.returncode})", highlight=False)
+            out.print(r.output.rstrip(), markup=False, highlight=False)
+    if any(r.returncode for r in res):
+        raise typer.Exit(1)
+
+
+@testbed_app.command("bench")
+@handle_errors
+def testbed_bench(topology: TopoOpt,
+                  algorithms: Annotated[str, typer.Option(help="Comma-separated names; "
+                                                          "'torch' = torch's own.")] = "ring",
+                  size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
+                  collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
+                  iters: Annotated[int, typer.Option(help="Timed runs per algorithm.")] = 3,
+                  name: Annotated[str | None, typer.Option(
+                      "--name", help="Testbed id (default: b<process id>, unique).")] = None,
+                  delay: DelayOpt = "auto", as_json: JsonOpt = False) -> None:
+    """Measure algorithms on an emulated cluster and compare with the alpha-beta prediction."""
+    from ..testbed.bench import bench
+    from ..testbed.netns import down, up
+
+    topo = load_topo(topology)
+    algs = [a.strip() for a in algorithms.split(",") if a.strip()]
+    name = name or f"b{os.getpid()}"
+    tb = up(topo, name=name, spec=topology, delay=delay)
+    try:
+        rows = bench(tb, topo, algs, int(parse_size(size)), collective=collective, iters=iters)
+    finally:
+        down(name)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r) + "\n")
+        return
+    table = Table(title=f"{collective} of {format_size(parse_size(size))} on {topology}")
+    for col in ("algorithm", "measured", "predicted (alpha-beta)", "error"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["algorithm"], format_time(r["measured_s"]), format_time(r["predicted_s"]),
+                      f"{100 * r['error']:+.1f}%")
+    out.print(table)

@@ -1,0 +1,35 @@
+"""What the best possible is, with proofs: exact optima and certified lower bounds.
+
+Between the network model (:mod:`topocoll.topology`) and the producers of schedules
+(:mod:`topocoll.synth`): facts about a collective on a fabric that hold for *every*
+schedule. Everything that reports "how far from optimal" asks :func:`lower_bound`.
+
+- :mod:`~.bounds`: latency, injection and cut bounds valid under the alpha-beta model;
+  :func:`lower_bound`, the one entry every consumer uses.
+- :mod:`~.maxflow`: exact cut optima by max-flow (allgather / reduce-scatter ratio,
+  broadcast rate, separating cuts).
+- :mod:`~.packing`: spanning-tree packings that attain the allgather optimum.
+- :mod:`~.treelp`: the overlapped tree allreduce LP (column generation).
+- :mod:`~.timedlp`, :mod:`~.timedprice`: the step-indexed (timed) tree LP and its pricing.
+- :mod:`~.timedbound`, :mod:`~.stockbound`, :mod:`~.groupbound`, :mod:`~.barrier`:
+  certified floors for schedules whose steps are barriers.
+- :mod:`~.highs`: a HiGHS instance that prints nothing, single-threaded.
+"""
+
+from .barrier import BARRIER_KINDS, BarrierFloor, barrier_floor
+from .bounds import (
+    CUT_METHODS,
+    Bound,
+    CutBound,
+    candidate_cuts,
+    cut_bound,
+    injection_bound,
+    latency_bound,
+    lower_bound,
+)
+from .maxflow import CutOptimum, allgather_optimum, broadcast_optimum, separating_cut
+
+__all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound",
+           "cut_bound", "candidate_cuts", "CUT_METHODS", "CutOptimum", "allgather_optimum",
+           "broadcast_optimum", "separating_cut", "BarrierFloor", "barrier_floor",
+           "BARRIER_KINDS"]

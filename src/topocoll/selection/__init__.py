@@ -1,0 +1,28 @@
+"""Selection: which schedule is fastest here, and how far from optimal.
+
+Above the synthesizers: it asks them for candidates, verifies and costs them with a
+:class:`~topocoll.cost.CostModel`, and keeps the best. :func:`choose` answers for one
+size (schedule, result, ranked alternatives, proven bound); :func:`compare_algorithms`
+tabulates every algorithm over several sizes (``topocoll compare``);
+:mod:`~.portfolio` is the ``optimal`` algorithm (the fastest of several synthesizers);
+:data:`ALGORITHMS` is every name a user can ask for; :class:`ScheduleCache` keeps
+schedules on disk between runs. No synthesizer imports this layer.
+"""
+
+from .cache import ScheduleCache, default_cache_dir
+from .catalog import ALGORITHMS, KINDS, algorithms_for, find_algorithm, synthesize
+from .choose import Candidate, Choice, choose
+from .compare import (
+    MAX_ROUTE_ENTRIES,
+    CompareRow,
+    Evaluated,
+    compare_algorithms,
+    evaluate_candidates,
+    route_entries,
+)
+from .portfolio import optimal_allgather, optimal_allreduce, optimal_reduce_scatter
+
+__all__ = ["choose", "Choice", "Candidate", "compare_algorithms", "evaluate_candidates",
+           "Evaluated", "CompareRow", "route_entries", "MAX_ROUTE_ENTRIES", "ALGORITHMS",
+           "KINDS", "algorithms_for", "find_algorithm", "synthesize", "ScheduleCache",
+           "default_cache_dir", "optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce"]

@@ -1,0 +1,168 @@
+"""A schedule cache on disk, safe for concurrent processes and bounded in size.
+
+Synthesis is deterministic (budgets count work, seeds are fixed), so a schedule is a
+function of its inputs and can be kept: :class:`ScheduleCache` stores each one under a
+key made of the algorithm, its options, the collective, the topology's
+:meth:`~topocoll.topology.Topology.fingerprint` and the package (its version and a digest
+of its source files, so an edited checkout never reads a schedule an older synthesizer
+made). Files are written to a temporary name and renamed into place (atomic on POSIX),
+so a reader sees a whole file or none, and a file that fails to load is treated as a
+miss and removed. When the directory grows past its limit the least recently used
+files go first.
+
+Location: ``$TOPOCOLL_CACHE`` if set, else ``$XDG_CACHE_HOME/topocoll``, else
+``~/.cache/topocoll``. The CLI uses it unless given ``--no-cache``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..digest import content_digest
+from ..schedule import Schedule, load_schedule, save_schedule
+
+__all__ = ["ScheduleCache", "default_cache_dir", "package_digest", "MAX_BYTES",
+           "MAX_TRANSFERS"]
+
+#: Default bound on the cache directory's size (bytes); least recently used files go
+#: first when it is passed.
+MAX_BYTES = 1 << 30
+#: Schedules with more transfers than this are not stored (they are cheap to
+#: re-synthesize relative to their size on disk).
+MAX_TRANSFERS = 5_000_000
+_SUFFIX = ".npz"
+
+
+def default_cache_dir() -> Path:
+    """``$TOPOCOLL_CACHE``, else ``$XDG_CACHE_HOME/topocoll``, else ``~/.cache/topocoll``."""
+    if os.environ.get("TOPOCOLL_CACHE"):
+        return Path(os.environ["TOPOCOLL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "topocoll"
+
+
+@cache
+def package_digest() -> str:
+    """The package version and a digest of every source file of the package."""
+    from .. import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(root.rglob("*.py"))
+    return content_digest(__version__, [(str(p.relative_to(root)), p.read_bytes())
+                                        for p in files])
+
+
+class ScheduleCache:
+    """Schedules on disk, keyed by what made them.
+
+    Parameters
+    ----------
+    directory : path, optional
+        Where to keep them (default :func:`default_cache_dir`); created when first
+        written.
+    max_bytes : int
+        Bound on the directory's total size (:data:`MAX_BYTES`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from topocoll.topology import ring
+    >>> from topocoll.synth import ring_allgather
+    >>> c = ScheduleCache(tempfile.mkdtemp())
+    >>> k = c.key("ring", "allgather", {}, ring(4))
+    >>> c.get(k) is None
+    True
+    >>> c.put(k, ring_allgather(ring(4)))
+    >>> c.get(k).num_steps
+    3
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None, *,
+                 max_bytes: int = MAX_BYTES) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        self.max_bytes = int(max_bytes)
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, algorithm: str, kind: str, options: Mapping[str, Any], topology) -> str:
+        """The key of ``algorithm``'s ``kind`` schedule with ``options`` (ranks, root and
+        size included when given) on ``topology``."""
+        opts = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
+        return content_digest("topocoll.ScheduleCache/1", package_digest(), algorithm, kind,
+                              opts, topology.fingerprint())
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / (key + _SUFFIX)
+
+    def get(self, key: str) -> Schedule | None:
+        """The schedule stored under ``key``, or None (a file that does not load is
+        removed and counts as a miss)."""
+        path = self._path(key)
+        try:
+            s = load_schedule(path)
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except Exception:             # truncated or foreign file: never trust it
+            with contextlib.suppress(OSError):
+                path.unlink()
+            self.misses += 1
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)            # least recently used goes first
+        self.hits += 1
+        return s
+
+    def put(self, key: str, schedule: Schedule) -> None:
+        """Store ``schedule`` under ``key`` (atomically; a full disk or a read-only
+        directory only means it is not kept)."""
+        if schedule.num_transfers > MAX_TRANSFERS:
+            return
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=_SUFFIX, dir=path.parent)
+            os.close(fd)
+            try:
+                save_schedule(schedule, tmp)
+                os.replace(tmp, path)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+        except OSError:
+            return
+        self.prune()
+
+    def prune(self) -> int:
+        """Remove least recently used files until the directory fits ``max_bytes``;
+        returns how many were removed."""
+        entries = []
+        total = 0
+        for p in self.directory.glob(f"*/*{_SUFFIX}"):
+            if p.name.startswith(".tmp-"):          # another process is writing it
+                continue
+            with contextlib.suppress(OSError):
+                st = p.stat()
+                entries.append((st.st_mtime, p.name, p, st.st_size))
+                total += st.st_size
+        removed = 0
+        for _, _, p, size in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            with contextlib.suppress(OSError):
+                p.unlink()
+                removed += 1
+            total -= size
+        return removed
+
+    def clear(self) -> None:
+        """Remove every stored schedule."""
+        for p in self.directory.glob(f"*/*{_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                p.unlink()

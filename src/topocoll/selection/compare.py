@@ -1,0 +1,310 @@
+"""Every applicable algorithm, synthesized, verified and costed: the selection engine.
+
+:func:`evaluate_candidates` is the one loop that turns (collective, topology, sizes) into
+evaluated candidates: for each applicable algorithm of :data:`~topocoll.selection.catalog.
+ALGORITHMS` and each of its option sets (tunables, size-planned variants), the schedule
+(from the :class:`~topocoll.selection.cache.ScheduleCache` when given one), whether it
+verifies, and its cost at every size. :func:`compare_algorithms` keeps the best option
+set per algorithm and size as display rows (``topocoll compare``, the demo);
+:func:`~topocoll.selection.choose.choose` ranks them at one size and keeps the schedules.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..collective import Collective, make_collective
+from ..cost import AlphaBeta, CostModel, SimResult
+from ..errors import NotSupportedError
+from ..optimum import lower_bound
+from ..schedule import Schedule
+from ..synth import Synthesizer
+from ..topology import Topology
+from ..verification import verify
+from .cache import ScheduleCache
+from .catalog import ALGORITHMS, synthesize
+
+__all__ = ["CompareRow", "Evaluated", "compare_algorithms", "evaluate_candidates",
+           "route_entries", "MAX_ROUTE_ENTRIES", "MAX_TUNE_TRANSFERS"]
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One algorithm at one message size.
+
+    ``bound_fraction`` is ``bound_s / time_s``: the fraction of the lower bound's speed that
+    the schedule reaches (1.0 = provably optimal under the cost model).
+    """
+
+    algorithm: str
+    collective: str
+    size_bytes: float
+    time_s: float
+    algbw_Bps: float
+    busbw_Bps: float
+    bound_s: float
+    bound_fraction: float
+    verified: bool
+    steps: int
+    transfers: int
+    params: dict[str, Any] = field(default_factory=dict)
+    model: str = "analytical"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the ``--json`` output of ``topocoll compare``)."""
+        return asdict(self)
+
+
+def _candidates(syn: Synthesizer, topology: Topology, group: tuple[int, ...],
+                sizes: Sequence[float]) -> list[dict[str, Any]]:
+    out = _grid(syn, group)
+    if syn.sized:                        # planned for one size: the largest compared
+        out = [{**c, "size": int(max(sizes))} for c in out]
+    return out + [{**c, "size": int(max(sizes))} for c in syn.extra]
+
+
+def _grid(syn: Synthesizer, group: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Every combination of ``syn``'s tunables (pipeline depths up to ``4 p``)."""
+    if not syn.tunables:
+        return [{}]
+    p = len(group)
+    keys = sorted(syn.tunables)
+    values = [[v for v in syn.tunables[k] if not (k == "pipeline" and v > max(1, 4 * p))]
+              for k in keys]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+#: Once a tuned schedule has more transfers than this, larger pipeline depths
+#: (``batches``) of the same algorithm are not tried (they only multiply the transfers;
+#: on a 16x16 torus ``batches=256`` meant 130 million).
+MAX_TUNE_TRANSFERS = 2_000_000
+
+#: Default limit on the link traversals that routing one schedule may materialize in
+#: :func:`compare_algorithms` (about 2-3 GB of route arrays); see :func:`route_entries`.
+MAX_ROUTE_ENTRIES = 10**8
+
+
+def route_entries(schedule: Schedule, topology: Topology) -> int:
+    """Link traversals that routing ``schedule`` materializes under shortest-path routing.
+
+    Cost models route every distinct ``(src, dst)`` pair of a schedule once; the route
+    arrays hold one entry per link of each path. This is their size: the sum of hop
+    distances over distinct pairs (ECMP and spraying add parallel entries on top).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> from topocoll.synth import direct_allgather, ring_allgather
+    >>> route_entries(ring_allgather(ring(8)), ring(8))        # 8 neighbour pairs
+    8
+    >>> route_entries(direct_allgather(ring(8)), ring(8))      # all 56 pairs, 1-4 hops
+    128
+    """
+    n = topology.num_nodes
+    key = schedule.src.astype(np.int64) * n + schedule.dst
+    seen = np.zeros(n * n, dtype=bool)
+    seen[key] = True
+    d = topology.hop_distances().ravel()[np.flatnonzero(seen)]
+    return int(d[np.isfinite(d)].sum())
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluated:
+    """One schedule of one algorithm with one option set, verified and costed.
+
+    Attributes
+    ----------
+    algorithm : str
+    options : dict
+        The options it was synthesized with (tunables and ``size`` for planned ones;
+        never ``ranks`` or ``root``, which the collective holds).
+    schedule : Schedule
+    verified : bool
+        Whether it passed :func:`~topocoll.verify` on the topology.
+    results : tuple of SimResult
+        Its cost at each size, in the order asked.
+    """
+
+    algorithm: str
+    options: dict[str, Any]
+    schedule: Schedule
+    verified: bool
+    results: tuple[SimResult, ...]
+
+
+def evaluate_candidates(topology: Topology, collective: Collective, sizes: Sequence[float], *,
+                        algorithms: Sequence[str] | None = None,
+                        model: CostModel | None = None, cache: ScheduleCache | None = None,
+                        progress: Callable[[str], None] | None = None,
+                        max_route_entries: float = MAX_ROUTE_ENTRIES,
+                        skipped: list[tuple[str, str]] | None = None) -> Iterator[Evaluated]:
+    """Yield every applicable algorithm's schedules, verified and costed at ``sizes``.
+
+    Parameters
+    ----------
+    topology : Topology
+    collective : Collective
+        Kind, ranks and root; the split is the algorithm's own.
+    sizes : sequence of float
+        Message sizes in bytes (nccl-tests ``size`` convention).
+    algorithms : sequence of str, optional
+        Restrict to these names (default: all that apply).
+    model : CostModel, optional
+        Defaults to :class:`~topocoll.cost.AlphaBeta`.
+    cache : ScheduleCache, optional
+        Reuse and keep schedules there (default: none).
+    progress : callable, optional
+        Called with the algorithm's name before it runs.
+    max_route_entries : float
+        Algorithms not named in ``algorithms`` whose schedule would route more link
+        traversals than this (:func:`route_entries`) are skipped.
+    skipped : list, optional
+        Receives ``(algorithm, reason)`` for every algorithm not evaluated.
+
+    Yields
+    ------
+    Evaluated
+        In the order of the catalog, and within an algorithm in the order of its option
+        sets; larger pipeline depths are not tried once a schedule passes
+        :data:`MAX_TUNE_TRANSFERS`.
+
+    Raises
+    ------
+    NotSupportedError
+        If ``algorithms`` names one that does not exist for the kind.
+    """
+    model = model or AlphaBeta()
+    kind, group = collective.kind, tuple(collective.ranks)
+    whole = group == tuple(range(topology.num_ranks))
+    want = set(algorithms) if algorithms else None
+    syns = [s for s in ALGORITHMS if s.kind == kind and (want is None or s.name in want)]
+    if want:
+        unknown = want - {s.name for s in syns}
+        if unknown:
+            names = sorted({s.name for s in ALGORITHMS if s.kind == kind})
+            raise NotSupportedError(f"no algorithm {sorted(unknown)} for {kind}; "
+                                    f"available: {', '.join(names)}")
+    skipped = skipped if skipped is not None else []
+    for syn in syns:
+        reason = syn.applies(topology, group)
+        if reason:
+            skipped.append((syn.name, reason))
+            continue
+        if progress:
+            progress(syn.name)
+        cap_batches = math.inf
+        for opts in _candidates(syn, topology, group, sizes):
+            if opts.get("batches", 0) > cap_batches:
+                continue
+            kwargs: dict[str, Any] = dict(opts)
+            if not whole:
+                kwargs["ranks"] = group
+            if kind in ("broadcast", "reduce") and collective.root is not None:
+                kwargs["root"] = collective.root
+            try:
+                sched = synthesize(syn, topology, kwargs, cache=cache)
+            except NotSupportedError as e:
+                skipped.append((syn.name, str(e)))
+                break
+            if want is None and math.isfinite(max_route_entries):
+                work = route_entries(sched, topology)
+                if work > max_route_entries:
+                    skipped.append((syn.name, f"{sched.num_transfers:,} transfers would route "
+                                    f"{work:,} link traversals (limit {max_route_entries:,.0f}); "
+                                    f"name it with -a {syn.name} to cost it anyway"))
+                    break
+            if "batches" in opts and sched.num_transfers > MAX_TUNE_TRANSFERS:
+                cap_batches = min(cap_batches, opts["batches"])
+            ok = verify(sched, topology, collect=True).ok
+            if hasattr(model, "evaluate_sizes"):   # one routing and load pass for all sizes
+                results = model.evaluate_sizes(sched, topology, sizes)
+            else:
+                results = [model.evaluate(sched, topology, n) for n in sizes]
+            yield Evaluated(syn.name, dict(opts), sched, ok, tuple(results))
+
+
+def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
+                       algorithms: Sequence[str] | None = None, ranks: Sequence[int] | None = None,
+                       root: int | None = None, model: CostModel | None = None,
+                       cache: ScheduleCache | None = None,
+                       progress: Callable[[str], None] | None = None,
+                       max_route_entries: float = MAX_ROUTE_ENTRIES,
+                       skipped: list[tuple[str, str]] | None = None) -> list[CompareRow]:
+    """Synthesize, verify and cost every applicable algorithm for ``kind`` at each size.
+
+    Parameters
+    ----------
+    topology : Topology
+    kind : str
+        Collective kind (``allreduce``, ``allgather``...).
+    sizes : sequence of float
+        Message sizes in bytes (nccl-tests ``size`` convention).
+    algorithms : sequence of str, optional
+        Restrict to these names (default: all that apply).
+    ranks, root : optional
+        Subgroup and root (broadcast/reduce).
+    model : CostModel, optional
+        Defaults to :class:`~topocoll.cost.AlphaBeta`.
+    cache : ScheduleCache, optional
+        Reuse and keep schedules there (the CLI passes the user's cache).
+    progress : callable, optional
+        Called with a short label before each synthesizer runs.
+    max_route_entries : float, optional
+        Algorithms that were not named in ``algorithms`` and whose schedule would route
+        more link traversals than this (:func:`route_entries`; e.g. all-pairs ``direct``
+        on a 64x64 torus, 5e8) are skipped instead of exhausting memory. Naming an
+        algorithm always costs it. ``math.inf`` disables the limit.
+    skipped : list, optional
+        If given, receives ``(algorithm, reason)`` for every algorithm not shown: not
+        applicable, not supported with these options, or over ``max_route_entries``.
+
+    Returns
+    -------
+    list of CompareRow
+        Sorted by size, then time. Algorithms with tunable options (e.g. pipeline depth)
+        appear once per size with the best option for that size in ``params``. An
+        algorithm whose schedule fails verification is reported with ``verified=False``
+        and is never silently dropped.
+
+    Raises
+    ------
+    NotSupportedError
+        If no algorithm applies (the message lists the reasons).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> rows = compare_algorithms(ring(8), "allreduce", [2**20], algorithms=["ring"])
+    >>> rows[0].algorithm, rows[0].verified
+    ('ring', True)
+    """
+    group = tuple(ranks) if ranks is not None else tuple(range(topology.num_ranks))
+    coll = make_collective(kind, group, 1, root if kind in ("broadcast", "reduce") else None)
+    bounds = {n: lower_bound(coll, topology, n).time for n in sizes}
+    skipped = skipped if skipped is not None else []
+    name = getattr(model or AlphaBeta(), "name", "model")
+    best: dict[tuple[str, float], CompareRow] = {}
+    for ev in evaluate_candidates(topology, coll, sizes, algorithms=algorithms, model=model,
+                                  cache=cache, progress=progress,
+                                  max_route_entries=max_route_entries, skipped=skipped):
+        sched = ev.schedule
+        for n, r in zip(sizes, ev.results, strict=True):
+            row = CompareRow(ev.algorithm, kind, float(n), r.time, r.algbw, r.busbw, bounds[n],
+                             bounds[n] / r.time if r.time > 0 else 1.0, ev.verified,
+                             sched.num_steps, sched.num_transfers, dict(ev.options), name)
+            k = (ev.algorithm, n)
+            if k not in best or (row.verified, -row.time_s) > (best[k].verified,
+                                                               -best[k].time_s):
+                best[k] = row
+    rows = list(best.values())
+    if not rows:
+        raise NotSupportedError(f"no algorithm applies to {kind} on {topology.name}: "
+                                + "; ".join(f"{a}: {why}" for a, why in skipped))
+    rows.sort(key=lambda r: (r.size_bytes, not r.verified, r.time_s))
+    return rows

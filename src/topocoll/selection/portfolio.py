@@ -1,0 +1,264 @@
+"""The ``optimal`` portfolio: the fastest of several synthesizers for one size.
+
+The algorithm name ``optimal`` (for allgather, reduce-scatter and allreduce) runs
+:func:`auto_pick`: the ForestColl tree-packing pipeline in batches
+(:func:`topocoll.synth.forest.optimal_batches`) if it is within :data:`AUTO_SLACK` of the
+exact bound at the size asked for, else the fastest of it, the one-pass constructions of
+:func:`structured_candidates` (spread direct, two-level, halfway ring, Swing, mirrored
+recursive doubling, weighted Hamiltonian rings), the timed-tree schedule where
+:func:`timed_in_reach`, and deeper batches, each estimated with the alpha-beta kernel
+(:mod:`topocoll.cost.kernel`). It is selection, not synthesis: it calls other
+synthesizers, so it lives in this layer, and no synthesizer imports it.
+
+Every budget is counted in work (pricing rounds, transfers), so the same inputs give the
+same schedule on any machine.
+
+References
+----------
+.. [1] Zhao et al., "ForestColl: Throughput-Optimal Collective Communications on
+   Heterogeneous Network Fabrics", arXiv 2402.06787, 2024.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..cost.kernel import model_time
+from ..errors import NotSupportedError
+from ..optimum.maxflow import allgather_optimum
+from ..optimum.timedlp import MAX_RANKS
+from ..schedule import Schedule
+from ..synth import DEFAULT_SIZE, forest, gather_parts, resolve_group, resolve_order
+from ..synth.direct import SPREAD_BUDGET
+from ..synth.forest import PipelinePart, optimal_batches
+from ..synth.forest_rows import TRANSFER_BUDGET
+from ..synth.registry import find_synthesizer
+from ..synth.timed import timed_schedule
+from ..topology import Topology
+from ..topology.symmetry import rank_symmetry
+
+__all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce", "auto_pick",
+           "structured_candidates", "timed_in_reach", "AUTO_SLACK", "AUTO_WORK",
+           "AUTO_DEEP_BUDGET", "AUTO_MAX_RANKS", "AUTO_MAX_SYMMETRIC", "AUTO_MAX_PORTFOLIO"]
+
+#: Largest group for which ``pipeline="auto"`` (the ``optimal`` default) also tries the
+#: timed LP on any fabric (about 0.1-20 s per schedule at 8-16 ranks on 2 cores).
+AUTO_MAX_RANKS = 16
+#: Largest group for which ``pipeline="auto"`` tries it on a fabric whose automorphisms
+#: leave fewer member orbits than members (the invariant LP keeps it to seconds).
+AUTO_MAX_SYMMETRIC = MAX_RANKS
+#: ``pipeline="auto"`` keeps the batches schedule when its model time is within this
+#: fraction of the exact bound.
+AUTO_SLACK = 0.005
+#: Horizon-search budget per allgather-shaped part under ``pipeline="auto"``, in pricing
+#: rounds of the timed LP (:func:`~topocoll.synth.timed.timed_plan`): work, not seconds,
+#: so that the choice is the same on a loaded machine.
+AUTO_WORK = 1500
+#: Transfer budget per allgather-shaped part (the allreduce has two) of the deeper
+#: batches pipeline that ``pipeline="auto"`` weighs when the default batches
+#: (``TRANSFER_BUDGET``) are not within :data:`AUTO_SLACK` (on sparse random graphs the
+#: default budget leaves one batch: 3.4x the bound on rrg:64).
+AUTO_DEEP_BUDGET = 400_000
+#: Largest group for which ``pipeline="auto"`` weighs the :func:`structured_candidates`.
+AUTO_MAX_PORTFOLIO = 1024
+
+
+def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
+    """Whether ``pipeline="auto"`` (and ``topocoll compare``) try the timed LP on
+    ``group``: at most :data:`AUTO_MAX_RANKS` ranks, or at most
+    :data:`AUTO_MAX_SYMMETRIC` on a fabric whose automorphisms leave fewer member
+    orbits than members.
+
+    >>> from topocoll.topology import hypercube, random_regular
+    >>> timed_in_reach(hypercube(5), tuple(range(32)))
+    True
+    >>> timed_in_reach(random_regular(32, 3, seed=1), tuple(range(32)))
+    False
+    """
+    N = len(group)
+    if N < 2 or N > AUTO_MAX_SYMMETRIC:
+        return False
+    return N <= AUTO_MAX_RANKS or len(rank_symmetry(topology, group).reps) < N
+
+
+def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
+                          size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                          only: Sequence[str] | None = None, skip: Sequence[str] = ()):
+    """``(label, schedule)`` of the one-pass constructions that ``pipeline="auto"`` also
+    weighs when the trees are not within :data:`AUTO_SLACK` of the bound: on fabrics with
+    switches, the direct schedule with pieces spread over equal-cost paths (``spread``:
+    the bound in one step per part on full-bisection switched fabrics); on fabrics whose
+    ranks form equal groups behind switches or in boxes, the two-level schedule
+    (``two_level``, planned for ``size`` and ``alpha``: rails overlapped with the
+    in-group exchange, the bound in a few steps on oversubscribed two-tier fabrics);
+    where the ring order runs over links both ways, the bidirectional ring with whole
+    blocks half way round (``halfway_ring``: half the latency terms of the ring); the
+    multi-port butterflies (``swing``, ``mirrored_recursive_doubling``: the bound in
+    ``log2 p`` steps on tori and hypercubes); on direct-connect fabrics, weighted
+    Hamiltonian rings (``ring_cover``: the single-rank cut bound in ``p / 2`` steps
+    where the rings cover the links evenly). Groups of more than
+    :data:`AUTO_MAX_PORTFOLIO` ranks get none. ``only`` / ``skip``: labels to restrict
+    to or leave out."""
+    N = len(group)
+    if N < 2 or N > AUTO_MAX_PORTFOLIO:
+        return
+    options = {"spread": ("direct", {"paths": "spread"}),
+               "two_level": ("two_level", {"size": size, "alpha": alpha}),
+               "halfway_ring": ("bidirectional_ring", {"variant": "halfway"}),
+               "swing": ("swing", {}),
+               "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {}),
+               "ring_cover": ("ring_cover", {})}
+    if not topology.num_switches or N * (N - 1) > SPREAD_BUDGET:
+        del options["spread"]
+    if not _ring_of_links(topology, group):
+        del options["halfway_ring"]
+    for label in list(options):
+        if label in skip or (only is not None and label not in only):
+            del options[label]
+    for label, (name, kw) in options.items():
+        try:
+            yield label, find_synthesizer(name, kind)(topology, ranks=group, **kw)
+        except NotSupportedError:
+            continue
+
+
+def _ring_of_links(topology: Topology, group: tuple[int, ...]) -> bool:
+    """Whether consecutive members of the ring order are joined by links both ways."""
+    o = resolve_order(topology, group, None).tolist()
+    pairs = {(lk.src, lk.dst) for lk in topology.links}
+    return all((a, b) in pairs and (b, a) in pairs
+               for a, b in zip(o, o[1:] + o[:1], strict=True))
+
+
+def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
+              parts: Sequence[PipelinePart], size: float, alpha: float,
+              steps: int | None) -> Schedule:
+    """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
+    bounds: :meth:`~topocoll.synth.forest.PipelinePart.time`,
+    :func:`~topocoll.cost.kernel.model_time`), of
+    ``batched``, the :func:`structured_candidates`, where :func:`timed_in_reach` the
+    timed schedule, and the batches pipeline with the transfer budget
+    :data:`AUTO_DEEP_BUDGET` (``deep_batches``). Stops at the first that is within
+    :data:`AUTO_SLACK` of the exact bound, in that order (the timed LP costs seconds; the
+    others milliseconds to a second; the deeper batches come last because the timed
+    schedule, where in reach, is as fast to build and closer).
+    ``parts``: the allgather-shaped parts of ``batched``. The choice and the times of
+    the candidates weighed, as fractions of the bound, go to ``meta["auto"]``;
+    ``meta["pipeline"]`` names the winner."""
+    if size <= 0:
+        return batched
+    t_b = sum(p.time(topology, size / len(group), alpha) for p in parts)
+    bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
+                / len(group) for rev in gather_parts(kind))
+    if t_b <= bound * (1 + AUTO_SLACK):
+        return batched
+    best, t_best, label, extra = batched, t_b, "batches", {}
+    weighed = {"batches": t_b}
+    reach = timed_in_reach(topology, group)
+    # where the timed LP is in reach, it comes before the rings (closer to the bound on
+    # small graphs: the random heterogeneous ones, circulants)
+    late = ("ring_cover",) if reach else ()
+
+    def weigh(cands):
+        nonlocal best, t_best, label
+        for name, s in cands:
+            weighed[name] = model_time(s, topology, size, alpha)
+            if weighed[name] < t_best:
+                best, t_best, label = s, weighed[name], name
+            if t_best <= bound * (1 + AUTO_SLACK):
+                return
+
+    weigh(structured_candidates(kind, topology, group, size, alpha, skip=late))
+    if t_best > bound * (1 + AUTO_SLACK) and reach:
+        s, t_t = timed_schedule(kind, topology, group, size, alpha, steps, work=AUTO_WORK)
+        weighed["timed"] = t_t
+        if t_t < t_best:
+            best, t_best, label = s, t_t, "timed"
+        else:
+            extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
+    if t_best > bound * (1 + AUTO_SLACK) and late:
+        weigh(structured_candidates(kind, topology, group, size, alpha, only=late))
+    if t_best > bound * (1 + AUTO_SLACK):
+        deep, _ = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
+                                  budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)))
+        if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
+            weighed["deep_batches"] = model_time(deep, topology, size, alpha)
+            if weighed["deep_batches"] < t_best:
+                best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
+    others = ", ".join(f"{k} {v / bound:.4f}" for k, v in weighed.items() if k != label)
+    note = f"{label} ({t_best / bound:.4f} of the bound" + (f"; {others})" if others else ")")
+    meta = {**best.meta, **extra, "auto": note}
+    if label not in ("batches", "timed", "deep_batches"):
+        meta["pipeline"] = label
+    return best.replace(name="optimal", meta=meta)
+
+
+def _optimal(kind: str, topology: Topology, ranks: Sequence[int] | None,
+             batches: int | None, size: float, alpha: float, budget: int, pipeline: str,
+             steps: int | None) -> Schedule:
+    if pipeline != "auto" or batches is not None:
+        func = {"allgather": forest.optimal_allgather,
+                "reduce_scatter": forest.optimal_reduce_scatter,
+                "allreduce": forest.optimal_allreduce}[kind]
+        return func(topology, ranks=ranks, batches=batches, size=size, alpha=alpha,
+                    budget=budget, pipeline="batches" if pipeline == "auto" else pipeline,
+                    steps=steps)
+    group = resolve_group(topology, ranks)
+    batched, parts = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
+                                     budget=budget)
+    return auto_pick(kind, topology, group, batched, parts, size, alpha, steps)
+
+
+def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                      pipeline: str = "auto", steps: int | None = None) -> Schedule:
+    """The allgather the algorithm name ``optimal`` stands for.
+
+    With ``pipeline="auto"`` (default) and no ``batches``: :func:`auto_pick` for
+    ``size`` bytes and per-step overhead ``alpha``. Otherwise the tree-packing pipeline
+    :func:`topocoll.synth.forest.optimal_allgather` with the same arguments.
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s = optimal_allgather(ring(4), size=2**20)
+    >>> s.name, s.collective.kind
+    ('optimal', 'allgather')
+    """
+    return _optimal("allgather", topology, ranks, batches, size, alpha, budget, pipeline,
+                    steps)
+
+
+def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+                           batches: int | None = None, size: float = DEFAULT_SIZE,
+                           alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                           pipeline: str = "auto", steps: int | None = None) -> Schedule:
+    """The reduce-scatter the algorithm name ``optimal`` stands for (see
+    :func:`optimal_allgather`).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> optimal_reduce_scatter(ring(4), size=2**20).collective.kind
+    'reduce_scatter'
+    """
+    return _optimal("reduce_scatter", topology, ranks, batches, size, alpha, budget,
+                    pipeline, steps)
+
+
+def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                      pipeline: str = "auto", steps: int | None = None) -> Schedule:
+    """The allreduce the algorithm name ``optimal`` stands for (see
+    :func:`optimal_allgather`).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> optimal_allreduce(ring(4), size=2**20).collective.kind
+    'allreduce'
+    """
+    return _optimal("allreduce", topology, ranks, batches, size, alpha, budget, pipeline,
+                    steps)
