@@ -44,9 +44,9 @@ def _topology(spec: str):
 
 
 def run_timing(spec: str) -> dict:
-    from topocoll.topology import ring
     from topocoll.optimum.maxflow import allgather_optimum
     from topocoll.optimum.packing import optimal_packing
+    from topocoll.topology import ring
 
     optimal_packing(ring(4))                       # compile / load the kernel
     t = _topology(spec)

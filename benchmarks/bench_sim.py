@@ -54,8 +54,8 @@ def _random_flows(topo, n_flows: int, seed: int):
 
 
 def cases(quick: bool):
-    from topocoll.synth.hierarchical import hierarchical_allreduce
     from topocoll.selection import find_algorithm
+    from topocoll.synth.hierarchical import hierarchical_allreduce
     from topocoll.synth.ring import bidirectional_ring_allreduce, ring_allreduce
     from topocoll.topology import ring, torus
     from topocoll.topology.spec import parse_spec

@@ -45,12 +45,12 @@ TIMING = ["ring:8", "dgx:2,gpus=4", "torus:4x4", "random:16,spread=10,density=0.
 def quality(spec: str) -> dict:
     from topocoll.collective import allreduce
     from topocoll.cost import AlphaBeta
-    from topocoll.optimum.bounds import lower_bound
     from topocoll.errors import TopocollError
+    from topocoll.optimum.bounds import lower_bound
+    from topocoll.optimum.maxflow import allgather_optimum
     from topocoll.synth.adaptive import _fixed_fluid, _forests
     from topocoll.synth.free_partition import free_partition_allreduce, tree_lp
     from topocoll.topology import parse_spec
-    from topocoll.optimum.maxflow import allgather_optimum
 
     t = parse_spec(spec)
     group = tuple(range(t.num_ranks))
@@ -74,8 +74,8 @@ def quality(spec: str) -> dict:
 
 
 def timing(spec: str, limit: int) -> dict:
-    from topocoll.topology import parse_spec
     from topocoll.optimum.treelp import tree_allreduce_lp
+    from topocoll.topology import parse_spec
 
     t = parse_spec(spec)
     lp = tree_allreduce_lp(t, max_iterations=limit)

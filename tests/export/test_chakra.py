@@ -16,7 +16,7 @@ from topocoll.export.chakra import (
     frame,
     write_chakra,
 )
-from topocoll.selection import ALGORITHMS
+from topocoll.selection import ALGORITHMS, ScheduleCache, synthesize
 from topocoll.topology.spec import parse_spec
 
 GOLDEN_HEX = (
@@ -43,7 +43,7 @@ def test_traces_decode_and_match(syn):
         topo = parse_spec(spec)
         if not syn.applies(topo, tuple(range(topo.num_ranks))):
             break
-    s = syn(topo)
+    s = synthesize(syn, topo, {}, cache=ScheduleCache())
     size = 6 * 2**20
     files = chakra_traces(s, size)
     sends, recvs = {}, {}

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from topocoll import runtime as rt
-from topocoll.selection import ALGORITHMS
+from topocoll.selection import ALGORITHMS, ScheduleCache, synthesize
 from topocoll.topology.spec import parse_spec
 
 R = dist.ReduceOp
@@ -82,11 +82,23 @@ class Checker:
             self.failures.append(f"{case}: {detail}")
 
 
+def schedule(syn, topo, group, me, **options):
+    """``syn``'s schedule: rank 0 synthesizes it into the test session's cache
+    (``$TOPOCOLL_CACHE``), the others read it there, so a schedule is made once per job."""
+    cache = ScheduleCache()
+    if me == 0:
+        s = synthesize(syn, topo, options, cache=cache)
+    dist.barrier(group=group)
+    if me != 0:
+        s = synthesize(syn, topo, options, cache=cache)
+    return s
+
+
 def run_case(chk, syn, spec, p, group, me):
     topo = parse_spec(spec)
     if syn.applies(topo, tuple(range(p))):
         return
-    sched = syn(topo)
+    sched = schedule(syn, topo, group, me)
     case = f"{syn.name}-{syn.kind}-{spec}"
     n = 37 * p + 5   # uneven chunk sizes on purpose
     if syn.kind == "allreduce":
@@ -117,7 +129,7 @@ def run_case(chk, syn, spec, p, group, me):
         chk.check(case, torch.equal(out, want))
     elif syn.kind in ("broadcast", "reduce"):
         for root in sorted({0, p - 1}):
-            sched = syn(topo, root=root)
+            sched = schedule(syn, topo, group, me, root=root)
             x = make_input(me, n, torch.int64)
             if syn.kind == "broadcast":
                 rt.broadcast(x, sched, group=group)

@@ -19,7 +19,7 @@ from topocoll.collective import allreduce
 from topocoll.errors import ScheduleError
 from topocoll.schedule import Op, Schedule, Transfer
 from topocoll.schedule.lower import Piece, lower, runs
-from topocoll.selection import ALGORITHMS
+from topocoll.selection import ALGORITHMS, ScheduleCache, synthesize
 from topocoll.topology.spec import parse_spec
 
 SPECS = [f"ring:{p}" for p in range(2, 10)] + [
@@ -27,13 +27,34 @@ SPECS = [f"ring:{p}" for p in range(2, 10)] + [
     "hier:fc(2)x ring(3)x switch(2)", "twotier:racks=3,hosts=2,oversub=2"]
 
 
+def _members(sets, num_chunks: int, rank: int) -> np.ndarray:
+    """Chunks whose set (CSR ``sets``) holds ``rank``, as a boolean mask."""
+    counts = np.diff(sets.indptr)
+    chunk = np.repeat(np.arange(num_chunks), counts)
+    mask = np.zeros(num_chunks, dtype=bool)
+    mask[chunk[sets.indices == rank]] = True
+    return mask
+
+
+def _piece_arrays(m):
+    """(chunk ids, reduce flags) of a message, in payload order."""
+    ids = np.concatenate([np.arange(p.first, p.first + p.count) for p in m.pieces])
+    red = np.concatenate([np.full(p.count, p.reduce) for p in m.pieces])
+    return ids, red
+
+
 def execute(program, seed=0):
-    """Run a Program on random int64 values; returns (initial, final) per rank."""
+    """Run a Program on random int64 values; returns (initial, final, held) per rank.
+
+    ``held[r][c]`` says rank ``r`` holds a value of chunk ``c``: sending a chunk not held
+    and reducing into an empty slot fail, as they would in the runtime."""
     coll = program.collective
+    C = coll.num_chunks
     rng = np.random.default_rng(seed)
-    init = {r: {c: int(rng.integers(-10**6, 10**6)) for c in range(coll.num_chunks)
-                if r in coll.pre(c)} for r in coll.ranks}
-    state = {r: dict(v) for r, v in init.items()}
+    pre = coll.pre_sets()
+    init = {r: rng.integers(-10**6, 10**6, C) for r in coll.ranks}
+    held = {r: _members(pre, C, r) for r in coll.ranks}
+    state = {r: init[r].copy() for r in coll.ranks}
     queues: dict[tuple[int, int], deque] = {}
     pc = {r: 0 for r in coll.ranks}
     posted = {r: False for r in coll.ranks}
@@ -48,8 +69,9 @@ def execute(program, seed=0):
             st = program.steps_of(r)[pc[r]]
             if not posted[r]:   # post sends: snapshot of the state now
                 for m in st.sends:
-                    payload = [state[r][c] for c in m.chunks]   # KeyError = sends unheld data
-                    queues.setdefault((m.src, m.dst), deque()).append((m.step, payload))
+                    ids, _ = _piece_arrays(m)
+                    assert held[r][ids].all(), f"rank {r} sends data it does not hold"
+                    queues.setdefault((m.src, m.dst), deque()).append((m.step, state[r][ids]))
                 posted[r] = True
             if all(queues.get((m.src, r)) for m in st.recvs):
                 got = []
@@ -59,27 +81,37 @@ def execute(program, seed=0):
                     got.append((m, payload))
                 for reduce_pass in (False, True):   # copies first, then reductions
                     for m, payload in got:
-                        for c, v, red in zip(m.chunks, payload,
-                                             [p.reduce for p in m.pieces for _ in p.chunks],
-                                             strict=True):
-                            if red == reduce_pass:
-                                state[r][c] = max(state[r][c], v) if red else v
+                        ids, red = _piece_arrays(m)
+                        sel = red == reduce_pass
+                        c, v = ids[sel], payload[sel]
+                        if reduce_pass:
+                            assert held[r][c].all(), f"rank {r} reduces into an empty slot"
+                            state[r][c] = np.maximum(state[r][c], v)
+                        else:
+                            state[r][c] = v
+                            held[r][c] = True
                 pc[r] += 1
                 posted[r] = False
                 progressed = True
         assert progressed, "deadlock"
     assert all(not q for q in queues.values()), "unreceived messages"
-    return init, state
+    return init, state, held
 
 
 def check_result(program, seed=0):
     coll = program.collective
-    init, state = execute(program, seed)
-    for c in range(coll.num_chunks):
-        contributors = coll.pre(c)
-        want = max(init[r][c] for r in contributors)
-        for r in coll.post(c):
-            assert state[r].get(c) == want, f"rank {r} chunk {c}"
+    init, state, held = execute(program, seed)
+    C = coll.num_chunks
+    pre, post = coll.pre_sets(), coll.post_sets()
+    want = np.full(C, np.iinfo(np.int64).min)
+    for r in coll.ranks:
+        mask = _members(pre, C, r)
+        want[mask] = np.maximum(want[mask], init[r][mask])
+    for r in coll.ranks:
+        mask = _members(post, C, r)
+        assert held[r][mask].all(), f"rank {r} misses chunks"
+        bad = np.flatnonzero(state[r][mask] != want[mask])
+        assert not len(bad), f"rank {r} chunk {np.flatnonzero(mask)[bad[0]]}"
 
 
 def _cases():
@@ -93,14 +125,16 @@ def test_every_synthesizer_lowers_and_executes(syn, spec):
     topo = parse_spec(spec)
     if syn.applies(topo, tuple(range(topo.num_ranks))):
         pytest.skip("not applicable")
-    s = syn(topo)
+    s = synthesize(syn, topo, {}, cache=ScheduleCache())
     prog = lower(s)
     # one message per (step, src, dst), and every transfer's chunks are carried
     msgs = prog.messages()
     assert len({(m.step, m.src, m.dst) for m in msgs}) == len(msgs)
-    assert sum(m.num_chunks for m in msgs) == len(set(
-        (s.step_of(t), int(s.src[t]), int(s.dst[t]), int(c))
-        for t in range(s.num_transfers) for c in s.chunks[s.chunk_ptr[t]:s.chunk_ptr[t + 1]]))
+    step = np.repeat(s.transfer_steps(), np.diff(s.chunk_ptr)).astype(np.int64)
+    src = np.repeat(s.src, np.diff(s.chunk_ptr)).astype(np.int64)
+    dst = np.repeat(s.dst, np.diff(s.chunk_ptr)).astype(np.int64)
+    keys = np.unique(np.stack([step, src, dst, s.chunks.astype(np.int64)], axis=1), axis=0)
+    assert sum(m.num_chunks for m in msgs) == len(keys)
     for seed in (0, 1):
         check_result(prog, seed)
 
