@@ -28,6 +28,10 @@ HERE = Path(__file__).parent
 @pytest.fixture(scope="module")
 def battery(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("battery")
+    sys.path.insert(0, str(HERE))
+    from torch_battery import prepare
+
+    prepare(WORLD)                  # every schedule made once, here; the workers read them
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(HERE))
     procs = [subprocess.Popen([sys.executable, str(HERE / "torch_battery.py"), str(r), str(WORLD),
                                str(tmp / "store"), str(tmp)], env=env,

@@ -82,16 +82,32 @@ class Checker:
             self.failures.append(f"{case}: {detail}")
 
 
-def schedule(syn, topo, group, me, **options):
-    """``syn``'s schedule: rank 0 synthesizes it into the test session's cache
-    (``$TOPOCOLL_CACHE``), the others read it there, so a schedule is made once per job."""
+def cases(world):
+    """Every ``(synthesizer, spec, p, options)`` the battery runs."""
+    for p in range(2, world + 1):
+        for spec in specs(p):
+            topo = parse_spec(spec)
+            for syn in ALGORITHMS:
+                if syn.applies(topo, tuple(range(p))):
+                    continue
+                if syn.kind in ("broadcast", "reduce"):
+                    for root in sorted({0, p - 1}):
+                        yield syn, spec, {"root": root}
+                else:
+                    yield syn, spec, {}
+
+
+def prepare(world):
+    """Synthesize every schedule of the battery once into the test session's cache
+    (``$TOPOCOLL_CACHE``) before the workers start, so that they only read them."""
     cache = ScheduleCache()
-    if me == 0:
-        s = synthesize(syn, topo, options, cache=cache)
-    dist.barrier(group=group)
-    if me != 0:
-        s = synthesize(syn, topo, options, cache=cache)
-    return s
+    for syn, spec, options in cases(world):
+        synthesize(syn, parse_spec(spec), options, cache=cache)
+
+
+def schedule(syn, topo, group, me, **options):
+    """``syn``'s schedule, from the cache that :func:`prepare` filled."""
+    return synthesize(syn, topo, options, cache=ScheduleCache())
 
 
 def run_case(chk, syn, spec, p, group, me):
