@@ -95,7 +95,8 @@ def test_a_second_compare_reuses_every_schedule(tmp_path):
     made = c.misses
     assert made > 0 and c.hits == 0
     again = compare_algorithms(t, "allreduce", [1e3, 1e8], cache=c)
-    assert c.hits == made and c.misses == made
+    # every schedule and every verification outcome read back, nothing made again
+    assert c.hits == 2 * made and c.misses == made
     assert [r.to_dict() for r in again] == [r.to_dict() for r in first]
 
 
@@ -118,3 +119,22 @@ def test_cached_schedule_is_the_synthesized_one(tmp_path, name):
     b = synthesize(find_algorithm(name, "allgather"), t, {"size": 2**20}
                    if name == "optimal" else {}, cache=c)
     assert a.fingerprint() == b.fingerprint() and c.hits == 1
+
+
+def test_verification_outcomes_are_kept(tmp_path):
+    from topocoll.schedule import Schedule
+
+    c = ScheduleCache(tmp_path)
+    t = ring(4)
+    good = ring_allgather(t)
+    bad = Schedule.from_steps(good.collective, good.steps[:1])      # stops early
+    calls = []
+
+    def check(s, topo):
+        calls.append(s.num_steps)
+        from topocoll.verification import verify
+        return verify(s, topo, collect=True).ok
+
+    assert c.verified(good, t, check) and not c.verified(bad, t, check)
+    assert c.verified(good, t, check) and not c.verified(bad, t, check)
+    assert calls == [3, 1]                      # each checked once, then read back

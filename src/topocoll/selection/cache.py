@@ -10,6 +10,10 @@ so a reader sees a whole file or none, and a file that fails to load is treated 
 miss and removed. When the directory grows past its limit the least recently used
 files go first.
 
+Verification outcomes are kept too (:meth:`ScheduleCache.verified`), keyed by the
+schedule's and the topology's fingerprints: symbolic execution of a large pipelined
+schedule costs far more than reading it back.
+
 Location: ``$TOPOCOLL_CACHE`` if set, else ``$XDG_CACHE_HOME/topocoll``, else
 ``~/.cache/topocoll``. The CLI uses it unless given ``--no-cache``.
 """
@@ -144,7 +148,7 @@ class ScheduleCache:
         returns how many were removed."""
         entries = []
         total = 0
-        for p in self.directory.glob(f"*/*{_SUFFIX}"):
+        for p in [*self.directory.glob(f"*/*{_SUFFIX}"), *self.directory.glob("*/*.ok")]:
             if p.name.startswith(".tmp-"):          # another process is writing it
                 continue
             with contextlib.suppress(OSError):
@@ -161,8 +165,29 @@ class ScheduleCache:
             total -= size
         return removed
 
+    def verified(self, schedule: Schedule, topology, check) -> bool:
+        """Whether ``schedule`` verifies on ``topology``: the stored outcome, or
+        ``check(schedule, topology)`` (stored for next time)."""
+        key = content_digest("topocoll.Verified/1", package_digest(), schedule.fingerprint(),
+                             topology.fingerprint())
+        path = self.directory / key[:2] / (key + ".ok")
+        with contextlib.suppress(OSError, ValueError):
+            text = path.read_text()
+            if text in ("1", "0"):
+                self.hits += 1
+                return text == "1"
+        ok = bool(check(schedule, topology))
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".ok", dir=path.parent)
+            with os.fdopen(fd, "w") as fh:
+                fh.write("1" if ok else "0")
+            os.replace(tmp, path)
+        return ok
+
     def clear(self) -> None:
         """Remove every stored schedule."""
-        for p in self.directory.glob(f"*/*{_SUFFIX}"):
-            with contextlib.suppress(OSError):
-                p.unlink()
+        for pattern in (f"*/*{_SUFFIX}", "*/*.ok"):
+            for p in self.directory.glob(pattern):
+                with contextlib.suppress(OSError):
+                    p.unlink()

@@ -221,7 +221,11 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
                     break
             if "batches" in opts and sched.num_transfers > MAX_TUNE_TRANSFERS:
                 cap_batches = min(cap_batches, opts["batches"])
-            ok = verify(sched, topology, collect=True).ok
+            if cache is None:
+                ok = verify(sched, topology, collect=True).ok
+            else:
+                ok = cache.verified(sched, topology,
+                                    lambda s, t: verify(s, t, collect=True).ok)
             if hasattr(model, "evaluate_sizes"):   # one routing and load pass for all sizes
                 results = model.evaluate_sizes(sched, topology, sizes)
             else:
