@@ -29,11 +29,12 @@ alltoall          p*p*k        {ranks[c // (p*k)]}            {ranks[(c // k) % 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import TopocollError
+from .errors import InputTypeError, TopocollError
 
 __all__ = ["Collective", "COLLECTIVE_KINDS", "REDUCING_KINDS", "ChunkSets",
            "allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall",
@@ -99,23 +100,37 @@ class Collective:
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ranks", tuple(int(r) for r in self.ranks))
+        if isinstance(self.ranks, str | bytes) or not isinstance(self.ranks, Iterable):
+            raise InputTypeError(f"ranks must be a sequence of integers, got "
+                                 f"{type(self.ranks).__name__} {self.ranks!r}", item="ranks")
+        ranks = tuple(self.ranks)
+        for r in ranks:
+            if isinstance(r, bool) or not isinstance(r, int | np.integer):
+                raise InputTypeError(f"ranks must be integers, got {type(r).__name__} {r!r}",
+                                     item="ranks")
+        object.__setattr__(self, "ranks", tuple(int(r) for r in ranks))
         if self.kind not in COLLECTIVE_KINDS:
             raise CollectiveError(f"unknown collective kind {self.kind!r}; expected one of "
                                   f"{', '.join(COLLECTIVE_KINDS)}")
         if len(self.ranks) < 1:
-            raise CollectiveError("a collective needs at least one rank")
-        if len(set(self.ranks)) != len(self.ranks) or min(self.ranks) < 0:
-            raise CollectiveError(f"ranks must be distinct and >= 0, got {self.ranks}")
-        if not isinstance(self.split, int) or self.split < 1:
+            raise CollectiveError("a collective needs at least one rank in ranks")
+        seen: set[int] = set()
+        for r in self.ranks:
+            if r < 0:
+                raise CollectiveError(f"rank {r} in ranks is negative")
+            if r in seen:
+                raise CollectiveError(f"rank {r} appears twice in ranks")
+            seen.add(r)
+        if isinstance(self.split, bool) or not isinstance(self.split, int) or self.split < 1:
             raise CollectiveError(f"split must be a positive integer, got {self.split!r}")
         if self.kind in ("broadcast", "reduce"):
             if self.root is None:
                 object.__setattr__(self, "root", self.ranks[0])
             if self.root not in self.ranks:
-                raise CollectiveError(f"root {self.root} is not one of the ranks")
+                raise CollectiveError(f"root {self.root} is not one of the ranks "
+                                      f"{list(self.ranks)}")
         elif self.root is not None:
-            raise CollectiveError(f"{self.kind} takes no root")
+            raise CollectiveError(f"{self.kind} takes no root (got root {self.root})")
 
     # ------------------------------------------------------------------ sizes
     @property

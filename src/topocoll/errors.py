@@ -9,6 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "TopocollError",
+    "InputError",
+    "InputTypeError",
     "TopologyError",
     "ScheduleError",
     "NotSupportedError",
@@ -18,6 +20,40 @@ __all__ = [
 
 class TopocollError(Exception):
     """Base class of every error raised by topocoll."""
+
+
+class InputError(TopocollError, ValueError):
+    """An argument value that is out of its domain: a negative size, an unknown choice,
+    an option that does not apply.
+
+    Parameters
+    ----------
+    message : str
+        Names the argument and says what was expected and what was given, e.g.
+        ``"size must be a whole number of bytes > 0, got '1.5B'"``.
+    item : str, optional
+        The argument, e.g. ``"size"``, ``"option 'root'"``.
+    """
+
+    def __init__(self, message: str, *, item: str | None = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class InputTypeError(TopocollError, TypeError):
+    """An argument of the wrong type (a string where a count is expected, a list where a
+    rate is); the message names the parameter.
+
+    Parameters
+    ----------
+    message : str
+    item : str, optional
+        The parameter, e.g. ``"num_ranks"``.
+    """
+
+    def __init__(self, message: str, *, item: str | None = None) -> None:
+        super().__init__(message)
+        self.item = item
 
 
 class TopologyError(TopocollError, ValueError):

@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -31,7 +32,7 @@ __all__ = [
     "Bps", "KBps", "MBps", "GBps", "TBps", "bps", "Kbps", "Mbps", "Gbps", "Tbps",
     "s", "ms", "us", "ns", "ps",
     "UnitError", "parse_size", "parse_rate", "parse_time",
-    "format_size", "format_rate", "format_time",
+    "format_size", "format_rate", "format_time", "exact_rate", "exact_time", "exact_size",
 ]
 
 B = 1.0
@@ -92,12 +93,13 @@ def parse_size(value: str | float) -> float:
     Returns
     -------
     float
-        Bytes.
+        Bytes: a whole number (a size of 1.5 bytes or 3 bits is an error, not rounded).
 
     Raises
     ------
     UnitError
-        If the string is not a size, or is negative.
+        If the string is not a size, or is negative, not finite or not a whole number of
+        bytes.
 
     Examples
     --------
@@ -113,9 +115,15 @@ def parse_size(value: str | float) -> float:
         q = Fraction(m.group(1)) * _PREFIX[m.group(2)]
         if (m.group(3) or "B").startswith("b"):
             q /= 8
+        if q.denominator != 1:
+            raise UnitError(f"size must be a whole number of bytes, got {value!r}",
+                            text=value)
         num = float(q)
-    if num < 0:
-        raise UnitError(f"size must be >= 0, got {value!r}", text=str(value))
+    if not math.isfinite(num) or num < 0:
+        raise UnitError(f"size must be a finite number of bytes >= 0, got {value!r}",
+                        text=str(value))
+    if num != int(num):
+        raise UnitError(f"size must be a whole number of bytes, got {value!r}", text=str(value))
     return num
 
 
@@ -171,8 +179,9 @@ def parse_time(value: str | float) -> float:
             raise UnitError(f"cannot parse time {value!r} (expected e.g. '500ns', '2us', '1ms')",
                             text=value)
         num = float(Fraction(m.group(1)) * _TIME[m.group(2)])
-    if num < 0 or num != num:
-        raise UnitError(f"time must be >= 0, got {value!r}", text=str(value))
+    if not math.isfinite(num) or num < 0:
+        raise UnitError(f"time must be a finite number of seconds >= 0, got {value!r}",
+                        text=str(value))
     return num
 
 
@@ -210,3 +219,56 @@ def format_time(x: float, digits: int = 4) -> str:
     '2.5us'
     """
     return _fmt(x, [(1.0, "s"), (ms, "ms"), (us, "us"), (ns, "ns"), (ps, "ps")], digits)
+
+
+def _exact(x: float, steps: list[tuple[float, str]], parse) -> str:
+    """The shortest ``<number><unit>`` that parses back to exactly ``x``, among the units in
+    which the number is at least 1 (ties: the earlier unit); ``repr(x)`` (a bare number)
+    if none reads back exactly."""
+    best = None
+    for scale, name in steps:
+        v = x / scale
+        if abs(v) < 1 and scale != steps[-1][0]:
+            continue
+        for digits in range(1, 18):
+            text = f"{v:.{digits}g}{name}"
+            try:
+                ok = "e" not in text and parse(text) == x
+            except UnitError:
+                continue
+            if ok:
+                if best is None or len(text) < len(best):
+                    best = text
+                break
+    return best if best is not None else repr(x)
+
+
+def exact_rate(x: float) -> str:
+    """A rate string that :func:`parse_rate` reads back to exactly ``x`` (canonical specs).
+
+    >>> exact_rate(5e10), exact_rate(12.5e9), exact_rate(1234.5)
+    ('50GB/s', '12.5GB/s', '1234.5B/s')
+    """
+    return _exact(x, [(TBps, "TB/s"), (GBps, "GB/s"), (MBps, "MB/s"), (KBps, "KB/s"),
+                      (1.0, "B/s")], parse_rate)
+
+
+def exact_time(x: float) -> str:
+    """A time string that :func:`parse_time` reads back to exactly ``x``.
+
+    >>> exact_time(1e-7), exact_time(1.5e-6), exact_time(0.0)
+    ('100ns', '1.5us', '0s')
+    """
+    if x == 0:
+        return "0s"
+    return _exact(x, [(1.0, "s"), (ms, "ms"), (us, "us"), (ns, "ns"), (ps, "ps")], parse_time)
+
+
+def exact_size(x: float) -> str:
+    """A size string that :func:`parse_size` reads back to exactly ``x``.
+
+    >>> exact_size(2**26), exact_size(1e9), exact_size(3 * 2**30 + 1)
+    ('64MiB', '1GB', '3221225473B')
+    """
+    return _exact(x, [(TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"), (TB, "TB"),
+                      (GB, "GB"), (MB, "MB"), (KB, "KB"), (1.0, "B")], parse_size)

@@ -49,12 +49,17 @@ def test_dim_validation():
     (lambda: Topology("t", 2, 0, cable(0, 1), node_latency=(0.0,)), "field 'node_latency'"),
     (lambda: Topology("t", 2, 0, cable(0, 1), node_latency=(0.0, -1.0)), "node 1"),
     (lambda: Topology("t", 2, 0, cable(0, 1), dims=(Dim("ring", 4, 1e9),)), "field 'dims'"),
-    (lambda: Topology("t", 2, 0, ("not a link",)), "field 'links'"),
 ])
 def test_topology_validation_names_the_offender(make, item):
     with pytest.raises(TopologyError) as e:
         make()
     assert e.value.item == item
+
+
+def test_wrong_link_type_is_a_type_error_naming_the_field():
+    with pytest.raises(TypeError) as e:
+        Topology("t", 2, 0, ("not a link",))
+    assert e.value.item == "field 'links'" and "'not a link'" in str(e.value)
 
 
 def test_valid_edge_cases():

@@ -260,3 +260,16 @@ def test_astra_bad_input(text, item):
 def test_astra_writer_refuses_what_it_cannot_express(make, why):
     with pytest.raises(NotSupportedError, match=why):
         write_astra_network(make())
+
+
+def test_the_readme_file_example_is_a_valid_topology(tmp_path):
+    from pathlib import Path
+
+    from topocoll.topology.spec import load_topology
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "fabric.yaml").write_text(block)
+    t = load_topology(tmp_path / "fabric.yaml")
+    assert (t.name, t.num_ranks, t.num_switches, len(t.links)) == ("two-boxes", 4, 1, 12)
+    assert t.node_latency[4] == 3e-7 and t.meta["groups"] == [[0, 1], [2, 3]]

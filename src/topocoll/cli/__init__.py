@@ -5,13 +5,13 @@ one line on stderr and exit with status 2; ``verify`` exits with status 1 when t
 schedule has violations.
 """
 
-from . import bound, compare, demo, export, schedules, simulate, study, testbed, topology
+from . import bound, compare, demo, export, listing, schedules, simulate, study, testbed, topology
 from .app import app
 
-__all__ = ["app", "main", "bound", "compare", "demo", "export", "schedules", "simulate",
+__all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
            "study", "testbed", "topology"]
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app(prog_name="topocoll")

@@ -1,8 +1,14 @@
 """The Typer application, its consoles and what every command group shares.
 
-The ``cli`` package is the only code that parses arguments, prints or exits. Library
-errors (:class:`~topocoll.errors.TopocollError`) and file errors are printed as one line
-on stderr with exit status 2 (:func:`handle_errors`).
+The ``cli`` package is the only code that parses arguments, prints or exits. Whatever goes
+wrong, the user gets one line on standard error and no traceback (:class:`OneLineGroup`):
+
+- bad input (a library error, :class:`~topocoll.errors.TopocollError`; a file that cannot
+  be read or written; a usage error: unknown command or option, a value that does not
+  parse) is ``error: <what, naming the item>`` with exit status 2;
+- ``verify`` exits 1 for a wrong schedule (its violations are the report);
+- anything else is a bug: ``error: internal error in topocoll <version> ...`` with the
+  place to report it and exit status 3 (``TOPOCOLL_DEBUG=1`` re-raises it instead).
 """
 
 from __future__ import annotations
@@ -15,14 +21,85 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
-from ..errors import TopocollError
+from .. import __version__
+from ..errors import InputError, TopocollError
+from ..units import UnitError, parse_rate, parse_size, parse_time
 
 __all__ = ["app", "out", "err", "handle_errors", "load_topo", "print_json", "parse_ranks",
-           "JsonOpt", "TopoOpt", "BackendOpt", "NoCacheOpt", "schedule_cache"]
+           "JsonOpt", "TopoOpt", "BackendOpt", "NoCacheOpt", "schedule_cache", "OneLineGroup",
+           "fail", "REPORT_URL", "size_opt", "time_opt", "rate_opt", "choice_opt",
+           "collective_opt", "model_opt", "BACKENDS", "AlphaOpt", "CollectiveOpt", "RanksOpt",
+           "RootOpt"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+#: Where internal errors should be reported.
+REPORT_URL = "https://github.com/topocoll/topocoll/issues"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` as one line on stderr; the exit to raise."""
+    err.print(f"error: {_one_line(message)}", markup=False, highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+class OneLineGroup(TyperGroup):
+    """The command group whose every error is one line (see the module docstring)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        except typer.Exit as e:
+            code = e.exit_code
+        except typer.Abort:
+            fail("aborted", 1)
+            code = 1
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+            code = 130
+        except TopocollError as e:
+            fail(str(e))
+            code = 2
+        except OSError as e:
+            fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+            code = 2
+        except typer.TyperException as e:     # usage errors: unknown option, bad value
+            msg = e.format_message() if hasattr(e, "format_message") else str(e)
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            fail(f"{msg}{hint}", getattr(e, "exit_code", 2))
+            code = getattr(e, "exit_code", 2)
+        except Exception as e:                  # a bug: say where to report it
+            if os.environ.get("TOPOCOLL_DEBUG"):
+                raise
+            fail(f"internal error in topocoll {__version__}: {type(e).__name__}: {e} "
+                 f"(please report it at {REPORT_URL} with the command that caused it)", 3)
+            code = 3
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"topocoll {__version__}", highlight=False)
+        raise typer.Exit(0)
+
+
+app = typer.Typer(cls=OneLineGroup, add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_enable=False,
                   help="topocoll: topologies, collective schedules, verification and cost.")
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the version and exit.")] = False) -> None:
+    """topocoll: topologies, collective schedules, verification and cost."""
 
 # Piped output (CI logs, `make demo | tee`) would otherwise be cut to rich's default 80
 # columns, truncating every table cell; a terminal or an explicit COLUMNS still wins.
@@ -36,22 +113,35 @@ TopoOpt = Annotated[str, typer.Option("--topology", "-t",
 BackendOpt = Annotated[str, typer.Option(
     "--backend", "-b",
     help="Cost model: analytical (alpha-beta), flow, packet (simulators) or ns3 (needs ns-3).")]
+#: The cost models ``--backend`` names.
+BACKENDS = ("analytical", "flow", "packet", "ns3")
+AlphaOpt = Annotated[str, typer.Option(
+    "--alpha", help="Per-transfer overhead (time with units: 2us, 500ns; a bare number is "
+                    "seconds).")]
+CollectiveOpt = Annotated[str, typer.Option(
+    "--collective", "-c", help="allreduce, allgather, reduce_scatter, broadcast, reduce or "
+                               "alltoall.")]
+RanksOpt = Annotated[str | None, typer.Option(
+    help="Subgroup of at least two ranks, comma-separated: 0,1,2,3 (default: every rank).")]
+RootOpt = Annotated[int | None, typer.Option(help="Root rank of broadcast / reduce.")]
 NoCacheOpt = Annotated[bool, typer.Option(
     "--no-cache", help="Do not read or keep schedules in the schedule cache "
                        "($TOPOCOLL_CACHE, else ~/.cache/topocoll).")]
 
 
 def handle_errors(fn):
-    """Turn library and file errors into one line on stderr and exit status 2."""
+    """Turn library and file errors into one line on stderr and exit status 2 (also done
+    by :class:`OneLineGroup` for the whole app; kept per command so that a command works
+    the same when invoked on its own)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (TopocollError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
-            msg = str(e) if isinstance(e, TopocollError) else f"{e.strerror}: {e.filename}"
-            err.print(f"error: {msg}", markup=False, highlight=False)
-            raise typer.Exit(2) from None
+        except TopocollError as e:
+            raise fail(str(e)) from None
+        except OSError as e:
+            raise fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e)) from None
 
     return wrapper
 
@@ -70,12 +160,93 @@ def print_json(obj: Any) -> None:
 
 def parse_ranks(text: str | None) -> tuple[int, ...] | None:
     """``--ranks 0,1,2`` as a tuple (None when not given)."""
-    if not text:
+    if text is None:
         return None
+    parts = [x for x in text.replace(" ", "").split(",") if x]
     try:
-        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+        ranks = tuple(int(x) for x in parts)
     except ValueError:
-        raise typer.BadParameter(f"ranks must be comma-separated integers, got {text!r}") from None
+        raise InputError(f"--ranks must be comma-separated integers, got {text!r}",
+                         item="--ranks") from None
+    if not ranks:
+        raise InputError(f"--ranks names no rank (got {text!r})", item="--ranks")
+    return ranks
+
+
+def size_opt(text: str, option: str = "--size") -> float:
+    """A message size for a command that asks for a time: a whole number of bytes > 0."""
+    try:
+        n = parse_size(text)
+    except UnitError as e:
+        raise InputError(f"{option}: {e}", item=option) from None
+    if n <= 0:
+        raise InputError(f"{option}: size must be > 0 bytes (a time is asked for), got "
+                         f"{text!r}", item=option)
+    return n
+
+
+def time_opt(text: str, option: str) -> float:
+    """A duration option (``2us``, or a bare number of seconds)."""
+    try:
+        return parse_time(text)
+    except UnitError as e:
+        raise InputError(f"{option}: {e}", item=option) from None
+
+
+def rate_opt(text: str, option: str) -> float:
+    """A rate option (``200GB/s``, or a bare number of bytes/s)."""
+    try:
+        return parse_rate(float(text) if _is_number(text) else text)
+    except UnitError as e:
+        raise InputError(f"{option}: {e}", item=option) from None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def choice_opt(value: str, choices, option: str) -> str:
+    """``value`` if it is one of ``choices`` (checked whether or not it is used)."""
+    if value not in choices:
+        raise InputError(f"{option} must be one of {', '.join(choices)}, got {value!r}",
+                         item=option)
+    return value
+
+
+def model_opt(backend: str, alpha: str, **options):
+    """The cost model of ``--backend`` with ``--alpha`` (validated before anything runs)."""
+    from ..sim.backends import cost_model
+
+    choice_opt(backend, BACKENDS, "--backend")
+    return cost_model(backend, alpha=time_opt(alpha, "--alpha"), **options)
+
+
+def collective_opt(kind: str, topology, ranks: str | None, root: int | None):
+    """The collective of ``-c``, ``--ranks`` and ``--root`` on ``topology``: a known kind,
+    at least two ranks of the topology, a root only where the kind has one."""
+    from ..collective import COLLECTIVE_KINDS, make_collective
+
+    if kind not in COLLECTIVE_KINDS:
+        raise InputError(f"--collective: unknown collective {kind!r}; choose one of "
+                         f"{', '.join(COLLECTIVE_KINDS)}", item="--collective")
+    group = parse_ranks(ranks) or tuple(range(topology.num_ranks))
+    for r in group:
+        if not 0 <= r < topology.num_ranks:
+            raise InputError(f"--ranks: rank {r} is not a rank of {topology.name} "
+                             f"(0..{topology.num_ranks - 1})", item=f"rank {r}")
+    if len(group) < 2:
+        raise InputError(f"--ranks: {kind} needs at least two ranks, got {list(group)}",
+                         item="--ranks")
+    if root is not None and kind not in ("broadcast", "reduce"):
+        raise InputError(f"--root: {kind} has no root (only broadcast and reduce do)",
+                         item="--root")
+    if root is not None and root not in group:
+        raise InputError(f"--root: rank {root} is not one of the ranks", item="--root")
+    return make_collective(kind, group, 1, root)
 
 
 def schedule_cache(no_cache: bool):

@@ -7,46 +7,66 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..units import parse_size
+from ..errors import InputError
 from .app import (
+    AlphaOpt,
     BackendOpt,
+    CollectiveOpt,
     JsonOpt,
     NoCacheOpt,
+    RanksOpt,
+    RootOpt,
     TopoOpt,
     app,
+    collective_opt,
     handle_errors,
     load_topo,
+    model_opt,
     out,
-    parse_ranks,
     print_json,
     schedule_cache,
+    size_opt,
 )
 
-__all__ = ["compare", "print_rows"]
+__all__ = ["compare", "print_rows", "COMPARE_MAX_RANKS"]
+
+#: Above this many ranks ``compare`` runs only the algorithms named with ``-a``: at
+#: 16,384 ranks the ring allreduce alone has 537 million transfers.
+COMPARE_MAX_RANKS = 8192
 
 
 @app.command()
 @handle_errors
 def compare(topology: TopoOpt,
-            collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
-            size: Annotated[list[str] | None,
-                            typer.Option("--size", "-s", help="Message size; repeatable.")] = None,
-            algorithm: Annotated[list[str] | None, typer.Option("--algorithm", "-a")] = None,
-            ranks: Annotated[str | None, typer.Option(help="Subgroup, e.g. 0,1,2,3.")] = None,
-            root: Annotated[int | None, typer.Option(help="Root of broadcast/reduce.")] = None,
+            collective: CollectiveOpt = "allreduce",
+            size: Annotated[list[str] | None, typer.Option(
+                "--size", "-s", help="Message size in bytes with units (64MiB, 1GB); "
+                                     "repeatable.")] = None,
+            algorithm: Annotated[list[str] | None, typer.Option(
+                "--algorithm", "-a", help="Only this algorithm (repeatable); see "
+                                          "`topocoll list algorithms`.")] = None,
+            ranks: RanksOpt = None,
+            root: RootOpt = None,
             backend: BackendOpt = "analytical",
+            alpha: AlphaOpt = "0s",
             no_cache: NoCacheOpt = False,
             as_json: JsonOpt = False) -> None:
     """Every applicable algorithm, verified and costed, fastest first, per size."""
     from ..selection import compare_algorithms
-    from ..sim.backends import cost_model
 
+    sizes = [size_opt(s) for s in (size or ["64MiB"])]
+    model = model_opt(backend, alpha)
     t = load_topo(topology)
-    sizes = [parse_size(s) for s in (size or ["64MiB"])]
+    coll = collective_opt(collective, t, ranks, root)
+    if t.num_ranks > COMPARE_MAX_RANKS and not algorithm:
+        raise InputError(f"compare runs every algorithm, and {t.name} has {t.num_ranks:,} ranks "
+                         f"(the ring allreduce alone would have {2 * t.num_ranks ** 2:,} "
+                         f"transfers); name the algorithms to run with -a (at most "
+                         f"{COMPARE_MAX_RANKS:,} ranks without it)", item="--algorithm")
     skipped: list[tuple[str, str]] = []
-    rows = compare_algorithms(t, collective, sizes, algorithms=algorithm, ranks=parse_ranks(ranks),
-                              root=root, model=cost_model(backend), skipped=skipped,
-                              cache=schedule_cache(no_cache))
+    rows = compare_algorithms(t, collective, sizes, algorithms=algorithm,
+                              ranks=coll.ranks if ranks else None, root=root, model=model,
+                              skipped=skipped, cache=schedule_cache(no_cache))
     if as_json:
         print_json([r.to_dict() for r in rows])
         return

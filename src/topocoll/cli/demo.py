@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from ..units import parse_size
-from .app import JsonOpt, app, err, handle_errors, load_topo, out, print_json
+from .app import (
+    JsonOpt,
+    NoCacheOpt,
+    app,
+    err,
+    handle_errors,
+    load_topo,
+    out,
+    print_json,
+    schedule_cache,
+)
 from .compare import print_rows
 
 __all__ = ["demo", "DEMO_FABRICS", "DEMO_SIZES"]
@@ -25,15 +35,19 @@ DEMO_SIZES = ("32KiB", "1MiB", "64MiB")
 
 @app.command()
 @handle_errors
-def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocoll-report.md"),
-         as_json: JsonOpt = False) -> None:
+def demo(output: Annotated[Path, typer.Option(
+             "--output", "-o", help="Markdown report to write.")] = Path("topocoll-report.md"),
+         no_cache: NoCacheOpt = False, as_json: JsonOpt = False) -> None:
     """The main job on built-in defaults: representative fabrics, all algorithms, a report."""
     from rich.progress import Progress
 
     from ..report import demo_markdown
     from ..selection import compare_algorithms
+    from .schedules import output_path
 
+    output_path(output, (".md",))
     sizes = [parse_size(s) for s in DEMO_SIZES]
+    cache = schedule_cache(no_cache)
     sections = []
     with Progress(console=err, transient=True, disable=as_json) as bar:
         task = bar.add_task("demo", total=len(DEMO_FABRICS))
@@ -41,7 +55,7 @@ def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocol
             t = load_topo(spec)
             bar.update(task, description=f"{kind} on {t.name}")
             rows = compare_algorithms(
-                t, kind, sizes, progress=lambda name, t=t, kind=kind: bar.update(
+                t, kind, sizes, cache=cache, progress=lambda name, t=t, kind=kind: bar.update(
                     task, description=f"{kind} on {t.name}: {name}"))
             sections.append((f"{t.name} ({t.num_ranks} ranks, {t.num_switches} switches)",
                              kind, rows))
@@ -49,7 +63,9 @@ def demo(output: Annotated[Path, typer.Option("--output", "-o")] = Path("topocol
     output.write_text(demo_markdown(
         sections, header="Every applicable algorithm, verified by symbolic execution and "
                          "costed with the alpha-beta model with link congestion. "
-                         "`% of bound` is the lower bound's time divided by the schedule's."))
+                         "`% of bound` is the strongest proven lower bound's time "
+                         "(`topocoll bound`) divided by the schedule's: no schedule is "
+                         "faster than that bound."))
     if as_json:
         print_json([{"topology": topo, "collective": kind, "rows": [r.to_dict() for r in rows]}
                      for topo, kind, rows in sections])

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ..units import parse_size
-from .app import JsonOpt, app, handle_errors, out, print_json
+from ..errors import InputError, ScheduleError
+from .app import JsonOpt, app, choice_opt, err, handle_errors, out, print_json, size_opt
 
 __all__ = ["export_app", "export_chakra", "export_msccl"]
 
@@ -17,17 +17,43 @@ export_app = typer.Typer(no_args_is_help=True, help="Write schedules for other r
 app.add_typer(export_app, name="export")
 
 
+NoVerifyOpt = Annotated[bool, typer.Option(
+    "--no-verify", help="Write the schedule even if it is not correct (a warning is printed).")]
+
+
+def _load(schedule: Path, no_verify: bool):
+    from ..schedule import load_schedule
+
+    s = load_schedule(schedule)
+    if no_verify:
+        err.print(f"warning: {schedule} is exported without verification (--no-verify)",
+                  markup=False, highlight=False)
+    return s
+
+
+def _refuse(schedule: Path, e: ScheduleError):
+    return InputError(f"{schedule}: {e}", item=str(schedule))
+
+
 @export_app.command("msccl")
 @handle_errors
 def export_msccl(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
-                 output: Annotated[Path, typer.Option("--output", "-o")],
+                 output: Annotated[Path, typer.Option("--output", "-o", help="XML file.")],
                  dialect: Annotated[str, typer.Option(help="msccl or msccl-executor.")] = "msccl",
+                 no_verify: NoVerifyOpt = False,
                  as_json: JsonOpt = False) -> None:
-    """Write MSCCL XML (allreduce, allgather, reduce_scatter)."""
-    from ..export.msccl import to_msccl_xml
-    from ..schedule import load_schedule
+    """Write MSCCL XML (allreduce, allgather, reduce_scatter); refuses a wrong schedule."""
+    from ..export.msccl import DIALECTS, to_msccl_xml
+    from .schedules import output_path
 
-    output.write_text(to_msccl_xml(load_schedule(schedule), dialect=dialect))
+    choice_opt(dialect, DIALECTS, "--dialect")
+    output_path(output, (".xml",))
+    s = _load(schedule, no_verify)
+    try:
+        xml = to_msccl_xml(s, dialect=dialect, verify=not no_verify)
+    except ScheduleError as e:
+        raise _refuse(schedule, e) from None
+    output.write_text(xml)
     if as_json:
         print_json({"output": str(output), "dialect": dialect})
     else:
@@ -38,13 +64,22 @@ def export_msccl(schedule: Annotated[Path, typer.Argument(help="Schedule file (.
 @handle_errors
 def export_chakra(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
                   output: Annotated[Path, typer.Option("--output", "-o", help="Directory.")],
-                  size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
+                  size: Annotated[str, typer.Option(
+                      "--size", "-s", help="Message size with units (64MiB).")] = "64MiB",
+                  no_verify: NoVerifyOpt = False,
                   as_json: JsonOpt = False) -> None:
-    """Write Chakra send/recv traces (<dir>/topocoll.<rank>.et) and an ASTRA-sim system.json."""
+    """Write Chakra send/recv traces (<dir>/topocoll.<rank>.et) and an ASTRA-sim system.json;
+    refuses a wrong schedule."""
     from ..export.chakra import write_chakra
-    from ..schedule import load_schedule
+    from .schedules import output_path
 
-    paths = write_chakra(load_schedule(schedule), parse_size(size), output)
+    M = size_opt(size)
+    output_path(output, directory=True)
+    s = _load(schedule, no_verify)
+    try:
+        paths = write_chakra(s, M, output, verify=not no_verify)
+    except ScheduleError as e:
+        raise _refuse(schedule, e) from None
     if as_json:
         print_json({"files": [str(p) for p in paths]})
     else:

@@ -9,62 +9,142 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..units import format_rate, format_size, format_time, parse_size
+from ..errors import InputError
+from ..units import format_rate, format_size, format_time
 from .app import (
+    AlphaOpt,
     BackendOpt,
+    CollectiveOpt,
     JsonOpt,
     NoCacheOpt,
+    RanksOpt,
+    RootOpt,
     TopoOpt,
     app,
+    collective_opt,
     err,
     handle_errors,
     load_topo,
+    model_opt,
     out,
-    parse_ranks,
     print_json,
     schedule_cache,
+    size_opt,
 )
 
-__all__ = ["synth", "verify", "cost"]
+__all__ = ["synth", "verify", "cost", "output_path", "verified_schedule", "idle_note"]
+
+NoVerifyOpt = Annotated[bool, typer.Option(
+    "--no-verify", help="Skip the check that the schedule is correct (a warning is printed).")]
+
+
+def output_path(path: Path, suffixes: tuple[str, ...] = (".json", ".npz"), *,
+                directory: bool = False) -> Path:
+    """Check where a command will write before it does any work: the suffix, that the
+    parent directory exists, and (for ``directory``) that the path is not a file."""
+    if directory:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"{path}: exists and is not a directory", item=str(path))
+    else:
+        if path.is_dir():
+            raise InputError(f"{path}: is a directory", item=str(path))
+        if suffixes and path.suffix not in suffixes:
+            raise InputError(f"{path}: the output must end in {' or '.join(suffixes)}",
+                             item=str(path))
+    if not path.resolve().parent.is_dir():
+        raise InputError(f"{path}: the directory {str(path.parent)!r} does not exist",
+                         item=str(path))
+    return path
+
+
+def verified_schedule(path: Path, topology, no_verify: bool):
+    """Load a schedule file and refuse it, naming its first violation, unless it verifies
+    on ``topology`` (``--no-verify``: warn and go on)."""
+    from ..schedule import load_schedule
+    from ..verification import verify as _verify
+
+    s = load_schedule(path)
+    outside = [r for r in s.collective.ranks if r >= topology.num_ranks]
+    if outside:
+        raise InputError(f"{path}: rank {outside[0]} of the schedule is not in topology "
+                         f"{topology.name} ({topology.num_ranks} ranks)",
+                         item=f"rank {outside[0]}")
+    if no_verify:
+        err.print(f"warning: {path} was not verified (--no-verify)", markup=False,
+                  highlight=False)
+        return s
+    rep = _verify(s, topology, collect=True, max_violations=1)
+    if not rep.ok:
+        v = rep.violations[0]
+        raise InputError(f"{path} is not a correct schedule ({v.kind}: {v.message}); "
+                         f"`topocoll verify {path}` lists every violation, --no-verify "
+                         f"skips the check", item=str(path))
+    return s
+
+
+def idle_note(schedule, topology, as_json: bool) -> list[int]:
+    """Ranks of ``topology`` the schedule's collective leaves idle (said on stderr)."""
+    idle = sorted(set(range(topology.num_ranks)) - set(schedule.collective.ranks))
+    if idle and not as_json:
+        err.print(f"note: the schedule's collective covers {len(schedule.collective.ranks)} "
+                  f"of the {topology.num_ranks} ranks of {topology.name}; idle ranks: "
+                  f"{_short(idle)}", markup=False, highlight=False)
+    return idle
+
+
+def _options(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for o in pairs or []:
+        k, eq, v = o.partition("=")
+        k = k.strip()
+        if not eq or not k:
+            raise InputError(f"--option must be key=value, got {o!r}", item="--option")
+        if k in out:
+            raise InputError(f"--option {k!r} given twice", item=f"option '{k}'")
+        out[k] = v.strip()
+    return out
 
 
 @app.command()
 @handle_errors
 def synth(topology: TopoOpt,
-          collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
-          algorithm: Annotated[str, typer.Option("--algorithm", "-a")] = "ring",
-          output: Annotated[Path, typer.Option("--output", "-o",
-                                               help=".json or .npz")] = Path("schedule.json"),
-          ranks: Annotated[str | None, typer.Option()] = None,
-          root: Annotated[int | None, typer.Option()] = None,
-          option: Annotated[list[str] | None, typer.Option("--option", help="key=value")] = None,
+          collective: CollectiveOpt = "allreduce",
+          algorithm: Annotated[str, typer.Option(
+              "--algorithm", "-a", help="See `topocoll list algorithms`.")] = "ring",
+          output: Annotated[Path, typer.Option("--output", "-o", help="Schedule file to "
+                                               "write: .json or .npz")] = Path("schedule.json"),
+          ranks: RanksOpt = None,
+          root: RootOpt = None,
+          option: Annotated[list[str] | None, typer.Option(
+              "--option", help="Algorithm option key=value (sizes and times take units: "
+                               "size=1GiB, alpha=2us); repeatable.")] = None,
           no_cache: NoCacheOpt = False,
           as_json: JsonOpt = False) -> None:
     """Synthesize a schedule and write it to a file."""
     from ..schedule import save_schedule
     from ..selection import find_algorithm, synthesize
 
+    output_path(output)
     t = load_topo(topology)
     syn = find_algorithm(algorithm, collective)
-    kwargs: dict[str, Any] = {}
-    for o in option or []:
-        k, _, v = o.partition("=")
-        if not _ or not k:
-            raise typer.BadParameter(f"--option must be key=value, got {o!r}")
-        kwargs[k] = int(v) if v.lstrip("-").isdigit() else v
+    coll = collective_opt(collective, t, ranks, root)
+    kwargs: dict[str, Any] = syn.coerce(_options(option))
+    for key in ("ranks", "root"):
+        if key in kwargs:
+            raise InputError(f"--option {key}: use --{key}", item=f"option '{key}'")
     if ranks:
-        kwargs["ranks"] = parse_ranks(ranks)
+        kwargs["ranks"] = coll.ranks
     if root is not None:
         kwargs["root"] = root
     s = synthesize(syn, t, kwargs, cache=schedule_cache(no_cache))
     save_schedule(s, output)
     info = {"output": str(output), "algorithm": algorithm, "collective": collective,
-            "steps": s.num_steps, "transfers": s.num_transfers,
+            "topology": t.name, "steps": s.num_steps, "transfers": s.num_transfers,
             "chunks": s.collective.num_chunks}
     if as_json:
         print_json(info)
     else:
-        out.print(f"wrote {output}: {algorithm} {collective}, {s.num_steps} steps, "
+        out.print(f"wrote {output}: {algorithm} {collective} on {t.name}, {s.num_steps} steps, "
                   f"{s.num_transfers} transfers", highlight=False)
 
 
@@ -77,8 +157,12 @@ def _short(xs: list[int], limit: int = 8) -> str:
 @app.command()
 @handle_errors
 def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
-           topology: Annotated[str | None, typer.Option("--topology", "-t")] = None,
-           max_violations: int = 50, as_json: JsonOpt = False) -> None:
+           topology: Annotated[str | None, typer.Option(
+               "--topology", "-t", help="Also check every transfer's route on this fabric.")]
+           = None,
+           max_violations: Annotated[int, typer.Option(
+               min=1, help="Most violations listed.")] = 50,
+           as_json: JsonOpt = False) -> None:
     """Verify a schedule file; exit 1 and list violations if it is wrong."""
     from ..schedule import load_schedule
     from ..verification import verify as _verify
@@ -86,15 +170,12 @@ def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.
     s = load_schedule(schedule)
     t = load_topo(topology) if topology else None
     rep = _verify(s, t, collect=True, max_violations=max_violations)
-    idle = sorted(set(range(t.num_ranks)) - set(s.collective.ranks)) if t else []
-    if idle and not as_json:
-        err.print(f"note: the schedule's collective covers {len(s.collective.ranks)} of the "
-                  f"{t.num_ranks} ranks of {t.name}; idle ranks: {_short(idle)}",
-                  markup=False, highlight=False)
+    idle = idle_note(s, t, as_json) if t else []
     if as_json:
         print_json({"ok": rep.ok, "method": rep.method, "error_probability": rep.error_probability,
-                     "total_violations": rep.total_violations, "idle_ranks": idle,
-                     "violations": [dataclasses.asdict(v) for v in rep.violations]})
+                    "total_violations": rep.total_violations, "idle_ranks": idle,
+                    "topology": t.name if t else None,
+                    "violations": [dataclasses.asdict(v) for v in rep.violations]})
     elif rep.ok:
         out.print(f"ok: {s.collective.describe()} in {s.num_steps} steps verified "
                   f"({rep.method}, error probability <= {rep.error_probability:.1e})",
@@ -111,22 +192,25 @@ def verify(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.
 @handle_errors
 def cost(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
          topology: TopoOpt,
-         size: Annotated[list[str] | None, typer.Option("--size", "-s")] = None,
+         size: Annotated[list[str] | None, typer.Option(
+             "--size", "-s", help="Message size with units (64MiB); repeatable.")] = None,
          backend: BackendOpt = "analytical",
+         alpha: AlphaOpt = "0s",
+         no_verify: NoVerifyOpt = False,
          as_json: JsonOpt = False) -> None:
     """Cost a schedule file with the analytical (alpha-beta, congestion) model or a
-    simulator (``--backend``)."""
-    from ..schedule import load_schedule
-    from ..sim.backends import cost_model
-
-    s = load_schedule(schedule)
+    simulator (``--backend``); "% of bound" is against the strongest proven lower bound."""
+    sizes = [size_opt(n) for n in (size or ["64MiB"])]
+    model = model_opt(backend, alpha)
     t = load_topo(topology)
-    model = cost_model(backend)
-    results = [model.evaluate(s, t, parse_size(n)) for n in (size or ["64MiB"])]
+    s = verified_schedule(schedule, t, no_verify)
+    idle = idle_note(s, t, as_json)
+    results = [model.evaluate(s, t, n) for n in sizes]
     if as_json:
-        print_json([{"size_bytes": r.message_bytes, "time_s": r.time, "algbw_Bps": r.algbw,
-                      "busbw_Bps": r.busbw, "bound_s": r.bound,
-                      "bound_fraction": r.bound_fraction} for r in results])
+        print_json([{"topology": t.name, "schedule": s.name, "size_bytes": r.message_bytes,
+                     "time_s": r.time, "algbw_Bps": r.algbw, "busbw_Bps": r.busbw,
+                     "bound_s": r.bound, "bound_fraction": r.bound_fraction,
+                     "idle_ranks": idle} for r in results])
         return
     table = Table(title=f"{s.name or 'schedule'} on {t.name}")
     for h in ("size", "time", "algbw", "busbw", "% of bound"):

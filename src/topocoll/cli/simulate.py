@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..units import format_rate, format_size, format_time, parse_size
-from .app import JsonOpt, TopoOpt, app, handle_errors, load_topo, out, print_json
+from ..errors import InputError
+from ..units import format_rate, format_size, format_time
+from .app import (
+    JsonOpt,
+    TopoOpt,
+    app,
+    choice_opt,
+    handle_errors,
+    load_topo,
+    out,
+    print_json,
+    rate_opt,
+    size_opt,
+    time_opt,
+)
 
 __all__ = ["simulate"]
 
@@ -17,7 +31,8 @@ __all__ = ["simulate"]
 @handle_errors
 def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json/.npz).")],
              topology: TopoOpt,
-             size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
+             size: Annotated[str, typer.Option(
+                 "--size", "-s", help="Message size with units (64MiB, 1GB).")] = "64MiB",
              backend: Annotated[str, typer.Option("--backend", "-b",
                                                   help="Simulator: flow or packet.")] = "flow",
              alpha: Annotated[str, typer.Option(help="Per-transfer overhead, e.g. 2us.")] = "0s",
@@ -35,34 +50,48 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
              background_dist: Annotated[str, typer.Option(
                  help="packet: background flow sizes, websearch or datamining.")] = "websearch",
              seed: Annotated[int, typer.Option(help="Seed of the background traffic.")] = 0,
+             no_verify: Annotated[bool, typer.Option(
+                 "--no-verify", help="Skip the correctness check (a warning is printed).")]
+             = False,
              as_json: JsonOpt = False) -> None:
     """Simulate a schedule; per-transfer timing, busiest links, optional trace/heat map."""
-    from ..errors import NotSupportedError
-    from ..schedule import load_schedule
+    from ..sim import FlowSim, poisson_traffic
     from ..sim.backends import cost_model
     from ..sim.outputs import busiest_links, plot_utilization, write_trace, write_utilization_csv
-    from ..units import parse_rate, parse_time
+    from ..sim.traffic import FLOW_SIZE_CDFS
+    from .schedules import idle_note, output_path, verified_schedule
 
-    if backend not in ("flow", "packet"):
-        raise NotSupportedError(f"simulate supports --backend flow or packet (got {backend!r});"
-                                " use `topocoll cost --backend` for the other models")
-    s = load_schedule(schedule)
-    t = load_topo(topology)
+    # every option is checked before anything runs, whether or not it is used
+    if backend in ("analytical", "ns3"):
+        raise InputError(f"--backend: simulate supports flow and packet, not {backend} "
+                         f"(`topocoll cost --backend {backend}` gives its time)", item="--backend")
+    choice_opt(backend, ("flow", "packet"), "--backend")
+    M = size_opt(size)
+    a = time_opt(alpha, "--alpha")
+    choice_opt(background_dist, tuple(FLOW_SIZE_CDFS), "--background-dist")
+    if not (math.isfinite(background_load) and 0 <= background_load <= 1):
+        raise InputError(f"--background-load must be a fraction in [0, 1], got "
+                         f"{background_load}", item="--background-load")
+    if background_load and backend != "packet":
+        raise InputError("--background-load: background traffic needs --backend packet",
+                         item="--background-load")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}", item="--seed")
     opts: dict[str, Any] = {}
     if reduce_bandwidth:
-        opts["reduce_bandwidth"] = parse_rate(reduce_bandwidth)
+        opts["reduce_bandwidth"] = rate_opt(reduce_bandwidth, "--reduce-bandwidth")
+    for p, suffixes in ((trace, (".json",)), (heatmap, (".png", ".svg", ".pdf")),
+                        (utilization, (".csv",))):
+        if p is not None:
+            output_path(p, suffixes)
+    t = load_topo(topology)
+    s = verified_schedule(schedule, t, no_verify)
+    idle_note(s, t, as_json)
     if background_load:
-        from ..sim import FlowSim, poisson_traffic
-
-        if backend != "packet":
-            raise NotSupportedError("background traffic needs --backend packet")
-        if not 0 < background_load <= 1:
-            raise NotSupportedError(f"--background-load must be in (0, 1], got "
-                                    f"{background_load}")
-        span = FlowSim(bound=False).evaluate(s, t, parse_size(size)).time
+        span = FlowSim(bound=False).evaluate(s, t, M).time
         opts["background"] = poisson_traffic(t, background_load, max(span, 1e-6),
                                              distribution=background_dist, seed=seed)
-    run = cost_model(backend, alpha=parse_time(alpha), **opts).run(s, t, parse_size(size))
+    run = cost_model(backend, alpha=a, **opts).run(s, t, M)
     r = run.result
     if trace:
         write_trace(run, trace)
@@ -73,6 +102,7 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
     info = {**r.to_dict(), "steps": s.num_steps, "transfers": s.num_transfers,
             "first_start_s": float(r.transfer_start.min()) if s.num_transfers else 0.0,
             "last_finish_s": r.time, **run.stats, "busiest_links": busiest_links(run),
+            "topology": t.name, "schedule": s.name,
             "trace": str(trace) if trace else None, "heatmap": str(heatmap) if heatmap else None,
             "utilization": str(utilization) if utilization else None}
     if as_json:

@@ -11,8 +11,20 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..units import format_size, format_time, parse_size
-from .app import JsonOpt, TopoOpt, app, handle_errors, load_topo, out, print_json
+from ..errors import InputError
+from ..units import format_size, format_time
+from .app import (
+    JsonOpt,
+    TopoOpt,
+    app,
+    choice_opt,
+    collective_opt,
+    handle_errors,
+    load_topo,
+    out,
+    print_json,
+    size_opt,
+)
 
 __all__ = ["testbed_app", "testbed_bench", "testbed_down", "testbed_run", "testbed_up"]
 
@@ -38,8 +50,10 @@ _DELAY_NOTE = {"netem": "link delay: netem",
 def testbed_up(topology: TopoOpt, name: NameOpt = "0", delay: DelayOpt = "auto",
                as_json: JsonOpt = False) -> None:
     """Build one namespace per rank and switch, veth links, tc shaping and delay per direction."""
-    from ..testbed.netns import up
+    from ..testbed.netns import DELAY_MODES, check_name, up
 
+    check_name(name)
+    choice_opt(delay, DELAY_MODES, "--delay")
     tb = up(load_topo(topology), name=name, spec=topology, delay=delay)
     if as_json:
         print_json(dataclasses.asdict(tb))
@@ -53,8 +67,9 @@ def testbed_up(topology: TopoOpt, name: NameOpt = "0", delay: DelayOpt = "auto",
 @handle_errors
 def testbed_down(name: NameOpt = "0", as_json: JsonOpt = False) -> None:
     """Remove everything of a testbed (idempotent, also after a crash)."""
-    from ..testbed.netns import down
+    from ..testbed.netns import check_name, down
 
+    check_name(name)
     removed = down(name)
     if as_json:
         print_json({"name": name, "removed": removed})
@@ -66,15 +81,17 @@ def testbed_down(name: NameOpt = "0", as_json: JsonOpt = False) -> None:
                                               "ignore_unknown_options": True})
 @handle_errors
 def testbed_run(ctx: typer.Context, name: NameOpt = "0",
-                timeout: Annotated[float, typer.Option(help="Seconds before workers are killed.")]
-                = 600.0, as_json: JsonOpt = False) -> None:
+                timeout: Annotated[float, typer.Option(
+                    min=0.001, help="Seconds before workers are killed.")] = 600.0,
+                as_json: JsonOpt = False) -> None:
     """Run a command once per rank inside the namespaces: testbed run -- python train.py
 
     Workers get RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and GLOO_SOCKET_IFNAME.
     """
     from ..testbed.launch import run_workers
-    from ..testbed.netns import TestbedError, load
+    from ..testbed.netns import TestbedError, check_name, load
 
+    check_name(name)
     if not ctx.args:
         raise TestbedError("testbed run needs a command after --")
     res = run_workers(load(name), list(ctx.args), timeout=timeout)
@@ -95,27 +112,39 @@ def testbed_bench(topology: TopoOpt,
                                                           "'torch' = torch's own.")] = "ring",
                   size: Annotated[str, typer.Option("--size", "-s")] = "64MiB",
                   collective: Annotated[str, typer.Option("--collective", "-c")] = "allreduce",
-                  iters: Annotated[int, typer.Option(help="Timed runs per algorithm.")] = 3,
+                  iters: Annotated[int, typer.Option(min=1, help="Timed runs per algorithm.")]
+                  = 3,
                   name: Annotated[str | None, typer.Option(
                       "--name", help="Testbed id (default: b<process id>, unique).")] = None,
                   delay: DelayOpt = "auto", as_json: JsonOpt = False) -> None:
     """Measure algorithms on an emulated cluster and compare with the alpha-beta prediction."""
+    from ..selection import find_algorithm
     from ..testbed.bench import bench
-    from ..testbed.netns import down, up
+    from ..testbed.netns import DELAY_MODES, check_name, down, up
 
-    topo = load_topo(topology)
+    M = size_opt(size)
+    choice_opt(delay, DELAY_MODES, "--delay")
+    if name is not None:
+        check_name(name)
     algs = [a.strip() for a in algorithms.split(",") if a.strip()]
+    if not algs:
+        raise InputError("--algorithms names no algorithm", item="--algorithms")
+    topo = load_topo(topology)
+    collective_opt(collective, topo, None, None)
+    for a in algs:
+        if a != "torch":
+            find_algorithm(a, collective)
     name = name or f"b{os.getpid()}"
     tb = up(topo, name=name, spec=topology, delay=delay)
     try:
-        rows = bench(tb, topo, algs, int(parse_size(size)), collective=collective, iters=iters)
+        rows = bench(tb, topo, algs, int(M), collective=collective, iters=iters)
     finally:
         down(name)
     if as_json:
         for r in rows:
             sys.stdout.write(json.dumps(r) + "\n")
         return
-    table = Table(title=f"{collective} of {format_size(parse_size(size))} on {topology}")
+    table = Table(title=f"{collective} of {format_size(M)} on {topo.name}")
     for col in ("algorithm", "measured", "predicted (alpha-beta)", "error"):
         table.add_column(col)
     for r in rows:

@@ -10,7 +10,6 @@ References
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -20,7 +19,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..optimum.bounds import lower_bound
 from ..topology.routing import Routes, path_routes, routes
-from .base import SimResult, check_model_options
+from .base import SimResult, check_inputs, check_model_options
 from .kernel import step_charges
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ class AlphaBeta:
     name: ClassVar[str] = "alphabeta"
 
     def __post_init__(self) -> None:
-        check_model_options(self.alpha, self.routing)
+        object.__setattr__(self, "alpha", check_model_options(self.alpha, self.routing))
 
     def _routed(self, schedule: Schedule, topology: Topology):
         """Check the schedule's nodes and route its distinct (source, destination) pairs:
@@ -146,8 +145,7 @@ class AlphaBeta:
         TopologyError
             If a pair has no path or an explicit path uses a missing link.
         """
-        if not (math.isfinite(message_bytes) and message_bytes >= 0):
-            raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
+        message_bytes = check_inputs(schedule, topology, message_bytes)
         rt, pair_id, explicit = self._routed(schedule, topology)
         ev = _Evaluator(schedule, topology, rt, pair_id, explicit,
                         schedule.collective.chunk_bytes(message_bytes))
@@ -197,10 +195,7 @@ class AlphaBeta:
         ...  zip(many, [1e3, 1e6])]
         [1.0, 1.0]
         """
-        sizes = [float(x) for x in sizes]
-        for n in sizes:
-            if not (math.isfinite(n) and n >= 0):
-                raise ValueError(f"message_bytes must be finite and >= 0, got {n!r}")
+        sizes = [check_inputs(schedule, topology, x) for x in sizes]
         rt, pair_id, explicit = self._routed(schedule, topology)
         ev = _Evaluator(schedule, topology, rt, pair_id, explicit, 1.0)
         cbs = np.array([schedule.collective.chunk_bytes(n) for n in sizes])

@@ -19,35 +19,82 @@ if TYPE_CHECKING:
     from ..schedule import Schedule
     from ..topology import Topology
 
-__all__ = ["SimResult", "CostModel", "check_model_options"]
+__all__ = ["SimResult", "CostModel", "check_model_options", "check_inputs"]
 
 
-def check_model_options(alpha: float, routing: str | None) -> None:
-    """Validate the options every cost model shares: ``alpha`` (s) and ``routing``.
+def check_model_options(alpha: float | str, routing: str | None) -> float:
+    """Validate the options every cost model shares: ``alpha`` (seconds, or a time string
+    such as ``"2us"``) and ``routing``; returns ``alpha`` in seconds.
 
     Raises
     ------
-    ValueError
-        If ``alpha`` is not a finite number >= 0.
+    InputError
+        If ``alpha`` is not a finite number of seconds >= 0 (a ValueError).
     TopologyError
         ``item="routing"`` if ``routing`` is not None and not a known routing.
 
     Examples
     --------
     >>> check_model_options(1e-6, "ecmp")
+    1e-06
+    >>> check_model_options("2us", None)
+    2e-06
     >>> check_model_options(-1.0, None)
     Traceback (most recent call last):
     ...
-    ValueError: alpha must be a finite number >= 0, got -1.0
+    topocoll.errors.InputError: alpha must be a finite number of seconds >= 0, got -1.0
     """
-    from ..errors import TopologyError
-    from ..topology.core import ROUTINGS
+    from ..errors import InputError, TopologyError
+    from ..topology.routing import ROUTINGS
+    from ..units import UnitError, parse_time
 
-    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    if isinstance(alpha, str):
+        try:
+            alpha = parse_time(alpha)
+        except UnitError as e:
+            raise InputError(f"alpha: {e}", item="alpha") from None
+    if isinstance(alpha, bool) or not (isinstance(alpha, int | float) and math.isfinite(alpha)
+                                       and alpha >= 0):
+        raise InputError(f"alpha must be a finite number of seconds >= 0, got {alpha!r}",
+                         item="alpha")
     if routing is not None and routing not in ROUTINGS:
         raise TopologyError(f"routing must be one of {ROUTINGS}, got {routing!r}",
                             item="routing")
+    return float(alpha)
+
+
+def check_inputs(schedule, topology, message_bytes) -> float:
+    """The arguments of every ``evaluate``: a Schedule, a Topology and a size (bytes, or a
+    string such as ``"64MiB"``); returns the size in bytes.
+
+    Raises
+    ------
+    InputTypeError
+        If ``schedule`` or ``topology`` is of another type (a TypeError naming it).
+    InputError
+        If the size is not a finite number of bytes >= 0 (a ValueError naming it).
+    """
+    from ..errors import InputError, InputTypeError
+    from ..schedule import Schedule
+    from ..topology import Topology
+    from ..units import UnitError, parse_size
+
+    if not isinstance(schedule, Schedule):
+        raise InputTypeError(f"schedule must be a Schedule, got {type(schedule).__name__}",
+                             item="schedule")
+    if not isinstance(topology, Topology):
+        raise InputTypeError(f"topology must be a Topology, got {type(topology).__name__}",
+                             item="topology")
+    if isinstance(message_bytes, str):
+        try:
+            message_bytes = parse_size(message_bytes)
+        except UnitError as e:
+            raise InputError(f"message_bytes: {e}", item="message_bytes") from None
+    if isinstance(message_bytes, bool) or not isinstance(message_bytes, int | float) or \
+            not math.isfinite(message_bytes) or message_bytes < 0:
+        raise InputError(f"message_bytes must be a finite number of bytes >= 0, got "
+                         f"{message_bytes!r}", item="message_bytes")
+    return float(message_bytes)
 
 
 @dataclass(frozen=True, eq=False)

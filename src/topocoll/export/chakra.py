@@ -33,9 +33,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import ScheduleError
+from ..errors import InputError, ScheduleError
 from ..schedule import Schedule
 from ..schedule.lower import lower
+from .check import check_correct
 
 __all__ = ["NODE_TYPES", "COMM_TYPES", "encode_node", "encode_metadata", "frame",
            "chakra_traces", "write_chakra", "decode_chakra", "decode_stream", "system_json"]
@@ -180,12 +181,26 @@ def system_json(kind: str, prefix: str, base: dict | None = None) -> dict:
 
 
 def write_chakra(schedule: Schedule, message_bytes: float, directory, *,
-                 prefix: str = "topocoll") -> list[Path]:
+                 prefix: str = "topocoll", verify: bool = True) -> list[Path]:
     """Write ``<directory>/<prefix>.<rank>.et`` for every rank and ``system.json``.
 
-    Returns the paths of the trace files.
+    Returns the paths of the trace files. With ``verify`` (default) a schedule that
+    :func:`topocoll.verify` rejects is refused before anything is written.
+
+    Raises
+    ------
+    ScheduleError
+        With ``verify``, if the schedule is wrong (the first violation).
+    InputError
+        If ``directory`` exists and is not a directory, or ``message_bytes`` is not > 0.
     """
     d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise InputError(f"{d}: exists and is not a directory", item=str(d))
+    if not (isinstance(message_bytes, int | float) and message_bytes > 0):
+        raise InputError(f"size must be > 0 bytes, got {message_bytes!r}", item="size")
+    if verify:
+        check_correct(schedule)
     d.mkdir(parents=True, exist_ok=True)
     paths = []
     for r, data in chakra_traces(schedule, message_bytes).items():

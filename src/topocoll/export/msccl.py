@@ -47,6 +47,7 @@ from ..collective import make_collective
 from ..errors import NotSupportedError, ScheduleError
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..schedule.lower import lower
+from .check import check_correct
 
 __all__ = ["MscclLimits", "to_msccl_xml", "from_msccl_xml", "DIALECTS"]
 
@@ -92,7 +93,7 @@ def _channel(a: int, b: int, p: int) -> int:
 
 def to_msccl_xml(schedule: Schedule, *, dialect: str = "msccl", proto: str = "Simple",
                  min_bytes: int = 0, max_bytes: int = 2**27,
-                 limits: MscclLimits = MscclLimits()) -> str:
+                 limits: MscclLimits = MscclLimits(), verify: bool = True) -> str:
     """Return MSCCL XML for an allreduce, allgather or reduce_scatter schedule.
 
     Parameters
@@ -106,6 +107,9 @@ def to_msccl_xml(schedule: Schedule, *, dialect: str = "msccl", proto: str = "Si
         Message-size range for which the runtime selects the algorithm.
     limits : MscclLimits
         Checked before returning.
+    verify : bool
+        Refuse a schedule that :func:`topocoll.verify` rejects (default); False writes it
+        anyway.
 
     Returns
     -------
@@ -117,8 +121,15 @@ def to_msccl_xml(schedule: Schedule, *, dialect: str = "msccl", proto: str = "Si
     NotSupportedError
         For another collective kind, ranks that are not ``0 .. p-1``, or a schedule that
         exceeds a runtime limit (the message names the limit, the rank and the thread block).
+    ScheduleError
+        With ``verify``, if the schedule is wrong (the first violation).
     """
     coll = schedule.collective
+    if dialect not in DIALECTS:
+        raise NotSupportedError(f"unknown MSCCL dialect {dialect!r}; expected one of "
+                                f"{', '.join(DIALECTS)}")
+    if verify:
+        check_correct(schedule)
     if coll.kind not in _BUF:
         raise NotSupportedError(f"MSCCL export supports allreduce, allgather and reduce_scatter, "
                                 f"not {coll.kind}")

@@ -19,6 +19,7 @@ schedule. Everything that reports "how far from optimal" asks :func:`lower_bound
 from .barrier import BARRIER_KINDS, BarrierFloor, barrier_floor
 from .bounds import (
     CUT_METHODS,
+    EXACT_KINDS,
     Bound,
     CutBound,
     candidate_cuts,
@@ -31,5 +32,5 @@ from .maxflow import CutOptimum, allgather_optimum, broadcast_optimum, separatin
 
 __all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound",
            "cut_bound", "candidate_cuts", "CUT_METHODS", "CutOptimum", "allgather_optimum",
-           "broadcast_optimum", "separating_cut", "BarrierFloor", "barrier_floor",
+           "broadcast_optimum", "separating_cut", "BarrierFloor", "barrier_floor", "EXACT_KINDS",
            "BARRIER_KINDS"]

@@ -30,6 +30,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,8 +49,14 @@ __all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound
            "cut_bound", "candidate_cuts", "CUT_METHODS"]
 
 #: Ways :func:`cut_bound` can choose cuts: the candidate family, or the exact maximum
-#: over all cuts by max-flow (:mod:`topocoll.optimum.maxflow`).
+#: over all cuts by max-flow (:mod:`topocoll.optimum.maxflow`); :func:`lower_bound` also
+#: takes "best" (both, where the exact one is available and within :data:`EXACT_WORK`).
 CUT_METHODS = ("candidates", "exact")
+#: Largest ``nodes x links`` for which :func:`lower_bound` adds the exact cut over every
+#: cut (max-flows; about 4 s for allreduce on a 64x64 torus, 33 M) to the candidate cuts.
+EXACT_WORK = 64_000_000
+#: Collectives whose exact cut maximum is available (:func:`cut_bound`).
+EXACT_KINDS = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 #: Dijkstra work (sources x (nodes + links)) above which :func:`latency_bound` switches from
 #: all required sources to alternating sweeps (still a valid bound, maybe not the maximum).
 LATENCY_WORK = 1 << 24
@@ -63,18 +70,22 @@ BOUND_CACHE_SIZE = 24
 
 @dataclass(frozen=True)
 class Bound:
-    """A lower bound on the time of any schedule, with its parts.
+    """The strongest proven lower bound on the time of any schedule, with its parts.
 
     Attributes
     ----------
     time : float
-        ``max(latency, injection, cut)`` in seconds.
+        ``max(latency, injection, cut)`` in seconds: no schedule is faster.
     latency, injection, cut : float
         The three bounds (see the module docstring).
     binding : {'cut', 'injection', 'latency', 'none'}
         Which part gives ``time`` (ties go to the first in that order; 'none' if all are 0).
     cut_ranks : tuple of int
         The ranks inside the binding cut, or () unless ``binding == 'cut'``.
+    certificate : str
+        What proves ``time``, in words: ``"cut (max-flow over every cut)"``, ``"cut
+        (candidate cuts)"``, ``"injection (ranks' own links)"``, ``"latency (farthest
+        required pair)"`` or ``"none"``.
     """
 
     time: float
@@ -83,6 +94,17 @@ class Bound:
     cut: float
     binding: str
     cut_ranks: tuple[int, ...] = ()
+    certificate: str = "none"
+
+    @property
+    def time_s(self) -> float:
+        """``time``, in the name the reports use."""
+        return self.time
+
+    @property
+    def kind(self) -> str:
+        """``binding``: which family of bound gives ``time``."""
+        return self.binding
 
 
 @dataclass(frozen=True)
@@ -822,50 +844,87 @@ def _cut_unit(collective: Collective, topology: Topology,
 # ----------------------------------------------------------------------- total
 def lower_bound(collective: Collective, topology: Topology, message_bytes: float,
                 alpha: float = 0.0, *, cuts: Iterable[Sequence[int]] | None = None,
-                method: str = "candidates") -> Bound:
-    """The best of the latency, injection and cut bounds.
+                method: str = "best") -> Bound:
+    """The strongest proven lower bound: the best of the latency, injection and cut bounds.
+
+    The one bound every report uses (``topocoll compare``, ``cost``, ``simulate``,
+    ``bound``, the demo, :func:`~topocoll.selection.choose`): "% of bound" is always this
+    time over the schedule's.
 
     Parameters
     ----------
     collective, topology, message_bytes
-        As for the individual bounds.
+        As for the individual bounds; ``message_bytes`` is a finite number >= 0.
     alpha : float
         Per-transfer overhead of the cost model (used by the latency bound).
-    cuts, method
-        Passed to :func:`cut_bound`.
+    cuts : iterable of rank sets, optional
+        Candidate cuts to try (default :func:`candidate_cuts`).
+    method : {'best', 'candidates', 'exact'}
+        'best' (default): the candidate cuts, and the maximum over every cut by max-flow
+        where it is available (allgather, reduce-scatter, allreduce, broadcast, reduce) and
+        the fabric is within :data:`EXACT_WORK`; the larger counts. 'candidates' or
+        'exact': only that cut family.
 
     Returns
     -------
     Bound
-        ``time = max(latency, injection, cut)``.
+        ``time = max(latency, injection, cut)`` and the ``certificate`` that gives it.
 
     Raises
     ------
     TopologyError
         If a rank of the collective is not a rank of the topology.
+    TypeError
+        If ``topology`` is not a Topology.
+    ValueError
+        If ``message_bytes`` is negative or not finite.
 
     Notes
     -----
     Valid for :class:`~topocoll.cost.alphabeta.AlphaBeta` with the same ``alpha`` under
-    any routing. Latency and bandwidth parts are combined by ``max``, not ``+``: the
-    model overlaps a transfer's latency with its serialization, and a schedule can have
-    its latency-critical and bandwidth-critical steps in different places, so adding them
-    is not valid in general.
+    any routing, and for the simulators of :mod:`topocoll.sim` (they never move a link
+    faster than its bandwidth, nor a transfer faster than its route's latency). Latency
+    and bandwidth parts are combined by ``max``, not ``+``: the model overlaps a
+    transfer's latency with its serialization, and a schedule can have its
+    latency-critical and bandwidth-critical steps in different places, so adding them is
+    not valid in general.
 
     Examples
     --------
     >>> from topocoll.collective import allreduce
     >>> from topocoll.topology import ring
     >>> b = lower_bound(allreduce(4), ring(4, bandwidth=1e9), 8e9)
-    >>> b.time, b.binding
-    (6.0, 'injection')
+    >>> b.time, b.binding, b.certificate
+    (6.0, 'injection', "injection (ranks' own links)")
     """
+    from ..topology import Topology as _Topology
+
+    if not isinstance(topology, _Topology):
+        raise TypeError(f"topology must be a Topology, got {type(topology).__name__}")
+    if isinstance(message_bytes, bool) or not isinstance(message_bytes, int | float) or \
+            not math.isfinite(message_bytes) or message_bytes < 0:
+        raise ValueError(f"size (message_bytes) must be a finite number of bytes >= 0, got "
+                         f"{message_bytes!r}")
+    if method not in (*CUT_METHODS, "best"):
+        raise NotSupportedError(f"method must be one of best, {', '.join(CUT_METHODS)}, got "
+                                f"{method!r}")
     lat = latency_bound(collective, topology, alpha)
     inj = injection_bound(collective, topology, message_bytes)
-    cut = cut_bound(collective, topology, message_bytes, cuts, method=method)
+    exact = method == "exact" or (
+        method == "best" and cuts is None and collective.kind in EXACT_KINDS
+        and topology.num_nodes * max(1, len(topology.links)) <= EXACT_WORK)
+    cut = cut_bound(collective, topology, message_bytes, cuts, method="exact") \
+        if method == "exact" else cut_bound(collective, topology, message_bytes, cuts)
+    how = "cut (max-flow over every cut)" if method == "exact" else "cut (candidate cuts)"
+    if exact and method == "best":
+        ex = cut_bound(collective, topology, message_bytes, method="exact")
+        if ex.time >= cut.time:
+            cut, how = ex, "cut (max-flow over every cut)"
     parts = (("cut", cut.time), ("injection", inj), ("latency", lat))
     name, best = max(parts, key=lambda kv: kv[1])  # max keeps the first of equal values
     if best <= 0:
         name = "none"
+    certificate = {"cut": how, "injection": "injection (ranks' own links)",
+                   "latency": "latency (farthest required pair)", "none": "none"}[name]
     return Bound(float(max(best, 0.0)), lat, inj, cut.time, name,
-                 cut.ranks if name == "cut" else ())
+                 cut.ranks if name == "cut" else (), certificate)

@@ -14,13 +14,15 @@ raise :class:`~topocoll.errors.ScheduleError` naming the offending field otherwi
 from __future__ import annotations
 
 import json
+import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..collective import Collective, make_collective
-from ..errors import ScheduleError, TopocollError
+from ..errors import InputError, InputTypeError, ScheduleError, TopocollError
 from .ir import Op, Schedule, ScheduleBuilder
 
 __all__ = ["schedule_to_dict", "schedule_from_dict", "save_schedule", "load_schedule",
@@ -77,9 +79,12 @@ def schedule_from_dict(data: dict[str, Any]) -> Schedule:
                             f"(this reader understands {FORMAT_VERSION})", kind="format")
     cd = _field(data, "collective", "schedule")
     try:
+        split = cd.get("split", 1)
+        if isinstance(split, bool) or not isinstance(split, int):
+            raise ScheduleError(f"split must be an integer, got {split!r}", kind="format")
         coll: Collective = make_collective(_field(cd, "kind", "collective"),
-                                           _field(cd, "ranks", "collective"),
-                                           int(cd.get("split", 1)), cd.get("root"))
+                                           _field(cd, "ranks", "collective"), split,
+                                           cd.get("root"))
     except TopocollError as e:
         raise ScheduleError(f"field 'collective': {e}", kind="format") from e
     steps = _field(data, "steps", "schedule")
@@ -171,8 +176,16 @@ def _int(x: Any, where: str, key: str) -> int:
 
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
-    """Write ``schedule`` as JSON (``.json``) or as a compressed columnar ``.npz``."""
+    """Write ``schedule`` as JSON (``.json``) or as a compressed columnar ``.npz``.
+
+    Raises
+    ------
+    InputError
+        If ``path`` ends in neither ``.json`` nor ``.npz``.
+    """
     path = Path(path)
+    if path.suffix not in (".json", ".npz"):
+        raise InputError(f"{path}: a schedule file ends in .json or .npz", item=str(path))
     if path.suffix == ".npz":
         s, c = schedule, schedule.collective
         extra = {} if s.path_ptr is None else {"path_ptr": s.path_ptr, "path_nodes": s.path_nodes}
@@ -186,16 +199,53 @@ def save_schedule(schedule: Schedule, path: str | Path) -> None:
     path.write_text(json.dumps(schedule_to_dict(schedule), separators=(",", ":")))
 
 
-def load_schedule(path: str | Path) -> Schedule:
-    """Read a schedule written by :func:`save_schedule`.
+def load_schedule(path: str | os.PathLike) -> Schedule:
+    """Read a schedule written by :func:`save_schedule`: a ``.json`` or ``.npz`` path, or
+    the JSON text itself.
 
     Raises
     ------
     ScheduleError
-        If the file is not a valid schedule (the message names the field).
+        If the file is not a valid schedule (the message names the file and the field).
+    FileNotFoundError
+        If there is no such file.
+    TypeError
+        (:class:`~topocoll.errors.InputTypeError`) if ``path`` is neither a path nor text.
     """
+    if isinstance(path, str) and path.lstrip().startswith("{"):
+        try:
+            return schedule_from_dict(json.loads(path))
+        except json.JSONDecodeError as e:
+            raise ScheduleError(f"schedule text is not valid JSON ({e})", kind="format") from e
+    if not isinstance(path, str | os.PathLike):
+        raise InputTypeError(f"path must be a file path or JSON text, got "
+                             f"{type(path).__name__} {path!r}", item="path")
     path = Path(path)
+    if path.is_dir():
+        raise ScheduleError(f"{path}: is a directory, not a schedule file", kind="format")
     if path.suffix == ".npz":
+        return _load_npz(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ScheduleError(f"{path}: not a schedule file (not UTF-8 text)",
+                            kind="format") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ScheduleError(f"{path}: not valid JSON ({e})", kind="format") from e
+    try:
+        return schedule_from_dict(data)
+    except ScheduleError as e:
+        raise ScheduleError(f"{path}: {e}", kind=e.kind, step=e.step,
+                            transfer=e.transfer) from None
+
+
+def _load_npz(path: Path) -> Schedule:
+    """A columnar ``.npz`` schedule; any damage is a :class:`ScheduleError` naming the file."""
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    try:
         z = np.load(path, allow_pickle=False)
         h = json.loads(str(z["header"]))
         cd = h["collective"]
@@ -204,8 +254,9 @@ def load_schedule(path: str | Path) -> Schedule:
                         z["chunks"], z["path_ptr"] if "path_ptr" in z else None,
                         z["path_nodes"] if "path_nodes" in z else None,
                         name=h.get("name", ""), meta=h.get("meta", {}))
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ScheduleError(f"{path}: not valid JSON ({e})", kind="format") from e
-    return schedule_from_dict(data)
+    except ScheduleError as e:
+        raise ScheduleError(f"{path}: {e}", kind=e.kind) from None
+    except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile,
+            TopocollError) as e:
+        raise ScheduleError(f"{path}: not a readable .npz schedule ({type(e).__name__}: "
+                            f"{e})", kind="format") from None

@@ -9,15 +9,17 @@ possible. :func:`choose` answers it with the selection engine
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..collective import Collective, make_collective
 from ..cost import CostModel, SimResult
-from ..errors import NotSupportedError
+from ..errors import InputError, InputTypeError, NotSupportedError
 from ..optimum import Bound, lower_bound
 from ..schedule import Schedule
 from ..topology import Topology
+from ..units import UnitError, parse_size
 from .cache import ScheduleCache
 from .compare import MAX_ROUTE_ENTRIES, evaluate_candidates
 
@@ -152,8 +154,25 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
     >>> c.best.algorithm, [a.algorithm for a in c.alternatives], c.bound_fraction <= 1
     ('ring', ['recursive_doubling'], True)
     """
+    if not isinstance(topology, Topology):
+        raise InputTypeError(f"topology must be a Topology, got {type(topology).__name__}",
+                             item="topology")
+    if model is not None and not callable(getattr(model, "evaluate", None)):
+        raise InputTypeError(f"model must be a cost model (with evaluate()), got "
+                             f"{type(model).__name__}", item="model")
     if isinstance(collective, str):
         collective = make_collective(collective, tuple(range(topology.num_ranks)))
+    if len(collective.ranks) < 2:
+        raise InputError(f"choose needs a collective of at least two ranks, got "
+                         f"{list(collective.ranks)}", item="ranks")
+    if isinstance(size, str):
+        try:
+            size = parse_size(size)
+        except UnitError as e:
+            raise InputError(f"size: {e}", item="size") from None
+    if isinstance(size, bool) or not isinstance(size, int | float) or not (
+            math.isfinite(size) and size > 0):
+        raise InputError(f"size must be a number of bytes > 0, got {size!r}", item="size")
     size = float(size)
     skipped: list[tuple[str, str]] = []
     best: dict[str, tuple] = {}

@@ -38,8 +38,11 @@ __all__ = ["CompareRow", "Evaluated", "compare_algorithms", "evaluate_candidates
 class CompareRow:
     """One algorithm at one message size.
 
-    ``bound_fraction`` is ``bound_s / time_s``: the fraction of the lower bound's speed that
-    the schedule reaches (1.0 = provably optimal under the cost model).
+    ``bound_s`` is the strongest proven lower bound (:func:`topocoll.optimum.lower_bound`,
+    the figure ``topocoll bound`` prints) and ``bound_fraction`` is ``bound_s / time_s``:
+    the fraction of the bound's speed the schedule reaches, never above 1 for a verified
+    schedule (1.0 = provably optimal under the cost model). ``topology`` is the fabric's
+    full canonical spec.
     """
 
     algorithm: str
@@ -55,6 +58,7 @@ class CompareRow:
     transfers: int
     params: dict[str, Any] = field(default_factory=dict)
     model: str = "analytical"
+    topology: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` output of ``topocoll compare``)."""
@@ -290,7 +294,8 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
     """
     group = tuple(ranks) if ranks is not None else tuple(range(topology.num_ranks))
     coll = make_collective(kind, group, 1, root if kind in ("broadcast", "reduce") else None)
-    bounds = {n: lower_bound(coll, topology, n).time for n in sizes}
+    alpha = float(getattr(model, "alpha", 0.0) or 0.0)
+    bounds = {n: lower_bound(coll, topology, n, alpha=alpha).time for n in sizes}
     skipped = skipped if skipped is not None else []
     name = getattr(model or AlphaBeta(), "name", "model")
     best: dict[tuple[str, float], CompareRow] = {}
@@ -301,7 +306,8 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
         for n, r in zip(sizes, ev.results, strict=True):
             row = CompareRow(ev.algorithm, kind, float(n), r.time, r.algbw, r.busbw, bounds[n],
                              bounds[n] / r.time if r.time > 0 else 1.0, ev.verified,
-                             sched.num_steps, sched.num_transfers, dict(ev.options), name)
+                             sched.num_steps, sched.num_transfers, dict(ev.options), name,
+                             topology.name)
             k = (ev.algorithm, n)
             if k not in best or (row.verified, -row.time_s) > (best[k].verified,
                                                                -best[k].time_s):

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..cost.alphabeta import transfer_routes
-from ..cost.base import SimResult, check_model_options
+from ..cost.base import SimResult, check_inputs, check_model_options
+from ..errors import InputError
 from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
 from ._flowcore import simulate
@@ -131,11 +132,12 @@ class FlowSim:
     name: ClassVar[str] = "flow"
 
     def __post_init__(self) -> None:
-        check_model_options(self.alpha, self.routing)
+        object.__setattr__(self, "alpha", check_model_options(self.alpha, self.routing))
         rb = self.reduce_bandwidth
         if rb is not None and not (isinstance(rb, (int, float)) and rb > 0
                                    and math.isfinite(rb)):
-            raise ValueError(f"reduce_bandwidth must be a finite number > 0, got {rb!r}")
+            raise InputError(f"reduce_bandwidth must be a finite number of bytes/s > 0, got "
+                             f"{rb!r}", item="reduce_bandwidth")
 
     def evaluate(self, schedule: Schedule, topology: Topology,
                  message_bytes: float) -> SimResult:
@@ -170,8 +172,7 @@ class FlowSim:
         TopologyError
             If a pair has no path.
         """
-        if not (math.isfinite(message_bytes) and message_bytes >= 0):
-            raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
+        message_bytes = check_inputs(schedule, topology, message_bytes)
         ptr, link, frac, lat, nbytes = transfer_routes(
             schedule, topology, self.routing or topology.routing,
             schedule.collective.chunk_bytes(message_bytes))

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.base import SimResult, check_model_options
+from ..cost.base import SimResult, check_inputs, check_model_options
 from ..errors import NotSupportedError
 from ..optimum.bounds import lower_bound
 from .depends import dependency_groups
@@ -250,7 +250,7 @@ class Ns3Sim:
     name: ClassVar[str] = "ns3"
 
     def __post_init__(self) -> None:
-        check_model_options(self.alpha, self.routing)
+        object.__setattr__(self, "alpha", check_model_options(self.alpha, self.routing))
         if self.congestion_control not in CONGESTION_CONTROLS:
             raise ValueError(f"congestion_control must be one of {CONGESTION_CONTROLS}, "
                              f"got {self.congestion_control!r}")
@@ -316,8 +316,7 @@ class Ns3Sim:
             symmetric pairs, there are more than
             :data:`MAX_TRANSFERS` transfers, or a transfer has an explicit path.
         """
-        if not (math.isfinite(message_bytes) and message_bytes >= 0):
-            raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
+        message_bytes = check_inputs(schedule, topology, message_bytes)
         if schedule.num_transfers > MAX_TRANSFERS:
             raise NotSupportedError(f"ns3 backend: at most {MAX_TRANSFERS} transfers "
                                     f"(got {schedule.num_transfers})")

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.base import SimResult, check_model_options
+from ..cost.base import SimResult, check_inputs, check_model_options
+from ..errors import InputError
 from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
 from ..topology.routing import routes
@@ -232,13 +233,13 @@ class PacketSim:
     name: ClassVar[str] = "packet"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.mtu, int) and self.mtu > 0 and self.header_bytes >= 0
-                and self.ack_bytes > 0):
-            raise ValueError(f"mtu and ack_bytes must be positive ints and header_bytes >= 0, "
-                             f"got {self.mtu!r}, {self.ack_bytes!r}, {self.header_bytes!r}")
+        for name, low in (("mtu", 1), ("ack_bytes", 1), ("header_bytes", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise InputError(f"{name} must be an integer >= {low}, got {v!r}", item=name)
         if self.ecmp not in ("hash", "spray"):
-            raise ValueError(f"ecmp must be 'hash' or 'spray', got {self.ecmp!r}")
-        check_model_options(self.alpha, self.routing)
+            raise InputError(f"ecmp must be 'hash' or 'spray', got {self.ecmp!r}", item="ecmp")
+        object.__setattr__(self, "alpha", check_model_options(self.alpha, self.routing))
         for name in ("priority", "background_priority", "ack_priority"):
             v = getattr(self, name)
             if v is None and name == "ack_priority":
@@ -284,8 +285,7 @@ class PacketSim:
         ScheduleError, TopologyError
             As :meth:`FlowSim.run`.
         """
-        if not (math.isfinite(message_bytes) and message_bytes >= 0):
-            raise ValueError(f"message_bytes must be finite and >= 0, got {message_bytes!r}")
+        message_bytes = check_inputs(schedule, topology, message_bytes)
         routing = self.routing or topology.routing
         ptr, link, frac, lat, nbytes = transfer_routes(
             schedule, topology, routing, schedule.collective.chunk_bytes(message_bytes))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotSupportedError
+from ..errors import InputError, InputTypeError, NotSupportedError
 from ..schedule import Schedule
 from ..topology import Topology
+from ..units import UnitError, parse_size, parse_time
 from . import (
     adaptive,
     direct,
@@ -120,11 +122,43 @@ class Synthesizer:
     extra: tuple[Mapping[str, Any], ...] = ()
 
     def __call__(self, topology: Topology, **options) -> Schedule:
+        options = self.coerce(options)
         reason = self.applies(topology, tuple(options.get("ranks") or range(topology.num_ranks)))
         if reason:
             raise NotSupportedError(f"{self.name} {self.kind} does not apply to "
                                     f"{topology.name}: {reason}")
         return self.func(topology, **options)
+
+    def options(self) -> dict[str, Any]:
+        """The options ``func`` takes besides the topology, with their defaults."""
+        sig = inspect.signature(self.func)
+        return {n: p.default for n, p in list(sig.parameters.items())[1:]
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+    def coerce(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` checked against :meth:`options` and with text values parsed:
+        ``size`` as a size (``1GiB``), ``alpha`` as a time (``2us``), options whose default
+        is an integer (or whose name is a count such as ``batches``) as integers, booleans
+        as true/false. An unknown option is an :class:`InputTypeError`, a value that does
+        not parse an :class:`InputError`; both name the option.
+
+        Examples
+        --------
+        >>> syn = SYNTHESIZERS[0]                      # ring allgather
+        >>> syn.coerce({"ranks": (0, 1)})
+        {'ranks': (0, 1)}
+        >>> find_synthesizer("optimal", "allgather").coerce({"size": "1KiB", "batches": "4"})
+        {'size': 1024.0, 'batches': 4}
+        """
+        known = self.options()
+        out: dict[str, Any] = {}
+        for key, value in options.items():
+            if key not in known:
+                raise InputTypeError(
+                    f"{self.name} {self.kind} has no option {key!r} (options: "
+                    f"{', '.join(known) or 'none'})", item=f"option '{key}'")
+            out[key] = _coerce(key, value, known[key])
+        return out
 
 
 SYNTHESIZERS: tuple[Synthesizer, ...] = (
@@ -204,6 +238,38 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
     Synthesizer("hamiltonian_rings", "allgather", torus.hamiltonian_rings_allgather,
                 _hamiltonian_applies),
 )
+
+
+#: Options whose values are counts, whatever their default (often None: "choose").
+_COUNTS = ("batches", "steps", "budget", "pipeline", "resolution", "seed", "rounds", "split",
+           "root", "units")
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """One option value: text parsed by the option's kind (see :meth:`Synthesizer.coerce`)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        if key == "size":
+            return parse_size(text)
+        if key == "alpha":
+            return parse_time(text)
+        if isinstance(default, bool):
+            if text.lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+                return text.lower() in ("true", "yes", "on", "1")
+            raise ValueError(f"expected true or false, got {value!r}")
+        if isinstance(default, int) or key in _COUNTS:
+            if not text.lstrip("+-").isdigit():
+                if key == "pipeline" and isinstance(default, str):
+                    return text
+                raise ValueError(f"expected an integer, got {value!r}")
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+    except (UnitError, ValueError) as e:
+        raise InputError(f"option {key!r}: {e}", item=f"option '{key}'") from None
+    return text
 
 
 def synthesizers_for(kind: str) -> tuple[Synthesizer, ...]:

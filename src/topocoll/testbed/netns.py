@@ -46,7 +46,8 @@ from ..errors import TopocollError
 from ..topology import Topology
 
 __all__ = ["TestbedError", "Testbed", "up", "down", "load", "require_tools", "STATE_DIR",
-           "netem_available", "delay_line_stats", "DELAY_MODES", "RELAY_MIN_DELAY"]
+           "netem_available", "delay_line_stats", "DELAY_MODES", "RELAY_MIN_DELAY",
+           "check_name"]
 
 STATE_DIR = Path(os.environ.get("TOPOCOLL_TESTBED_STATE", "/run/topocoll-testbed"))
 _NAME = re.compile(r"^[a-z0-9]{1,12}$")
@@ -196,7 +197,7 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
         (everything created so far is removed again).
     """
     require_tools()
-    _check_name(name)
+    check_name(name)
     if delay not in DELAY_MODES:
         raise TestbedError(f"delay mode {delay!r}: use one of {', '.join(DELAY_MODES)}")
     pfx = f"tcb{name}"
@@ -225,7 +226,8 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
         raise
 
 
-def _check_name(name: str) -> None:
+def check_name(name: str) -> None:
+    """Raise :class:`TestbedError` unless ``name`` is 1-12 lower-case letters or digits."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise TestbedError(f"testbed name {name!r}: use 1-12 lower-case letters or digits")
 
@@ -355,7 +357,7 @@ def down(name: str) -> list[str]:
     Returns the names of the namespaces removed.
     """
     require_tools()
-    _check_name(name)
+    check_name(name)
     pfx = f"tcb{name}"
     removed = []
     for ns in _namespaces():
@@ -384,7 +386,7 @@ def load(name: str) -> Testbed:
     TestbedError
         If it does not exist (or its namespaces are gone).
     """
-    _check_name(name)
+    check_name(name)
     path = STATE_DIR / f"{name}.json"
     if not path.exists():
         raise TestbedError(f"no testbed named {name!r} is up (topocoll testbed up ...)")

@@ -7,25 +7,72 @@ so that a caller learns which argument was wrong, not which derived link failed.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import math
 from typing import Any
 
-from ..errors import TopologyError
+import numpy as np
+
+from ..errors import InputTypeError, TopologyError
 from ..units import UnitError, parse_rate, parse_time
 from .core import Link
 
-__all__ = ["cable", "check_count", "check_rate", "check_ratio", "check_time", "fmt_num", "per_dim",
-           "rate_field", "switch_latencies", "time_field"]
+__all__ = ["units_in", "cable", "check_count", "check_rate", "check_ratio", "check_time", "fmt_num",
+           "per_dim", "rate_field", "switch_latencies", "time_field"]
 
 DEFAULT_BANDWIDTH = 50e9
 DEFAULT_LATENCY = 1e-6
 
 
 def check_count(n: int, what: str = "num_ranks", minimum: int = 2) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
+    """An integer count ``>= minimum``: a wrong type is an :class:`InputTypeError`, a value
+    out of range a :class:`TopologyError`; both name ``what``."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise InputTypeError(f"{what} must be an integer, got {type(n).__name__} {n!r}",
+                             item=what)
+    if n < minimum:
         raise TopologyError(f"{what} must be an integer >= {minimum}, got {n!r}",
                             item=f"field '{what}'")
-    return n
+    return int(n)
+
+
+def units_in(func):
+    """Let a generator take rates and times as strings (``bandwidth="400Gbps"``,
+    ``latency="100ns"``): every argument whose name ends in ``bandwidth`` is parsed with
+    :func:`~topocoll.units.parse_rate`, every one ending in ``latency`` with
+    :func:`~topocoll.units.parse_time`. A string that does not parse is a
+    :class:`TopologyError`, a value of another type an :class:`InputTypeError`; both name
+    the parameter."""
+    sig = inspect.signature(func)
+    rates = [n for n in sig.parameters if n.endswith("bandwidth")]
+    times = [n for n in sig.parameters if n.endswith("latency")]
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        bound = sig.bind_partial(*args, **kwargs)
+        for names, parse in ((rates, parse_rate), (times, parse_time)):
+            for name in names:
+                if name in bound.arguments:
+                    bound.arguments[name] = _unit_arg(bound.arguments[name], name, parse)
+        return func(*bound.args, **bound.kwargs)
+
+    return wrapper
+
+
+def _unit_arg(value: Any, name: str, parse):
+    if value is None or isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return parse(value)
+        except UnitError as e:
+            raise TopologyError(f"{name}: {e}", item=f"field '{name}'") from None
+    if isinstance(value, list | tuple | np.ndarray) and not isinstance(value, str):
+        return type(value)(_unit_arg(v, name, parse) for v in value) \
+            if not isinstance(value, np.ndarray) else value
+    raise InputTypeError(f"{name} must be a number or a string with units, got "
+                         f"{type(value).__name__} {value!r}", item=name)
 
 
 def check_rate(value: float, what: str = "bandwidth") -> float:

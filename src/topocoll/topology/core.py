@@ -15,6 +15,7 @@ naming the offending item otherwise.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +23,27 @@ from typing import Any
 import numpy as np
 
 from ..digest import content_digest
-from ..errors import TopologyError
+from ..errors import InputTypeError, TopologyError
+from ..units import UnitError, parse_rate, parse_time
 from .routing import ROUTINGS, routes, shortest_path_nodes
 
-__all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS"]
+__all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS", "MAX_LINKS", "MAX_NODES",
+           "LINK_BYTES", "check_size", "max_links", "DESCRIBE_EXACT_NODES",
+           "HOP_TABLE_NODES"]
+
+#: Default bound on a topology's links (about 150 bytes each in memory); raise it with
+#: ``$TOPOCOLL_MAX_LINKS``.
+MAX_LINKS = 4_000_000
+#: Bound on a topology's nodes (ranks and switches).
+MAX_NODES = 4_000_000
+#: Bytes one link takes in memory (the Link object and its share of the link arrays).
+LINK_BYTES = 150
+#: Largest node count for which :meth:`Topology.hop_distances` builds its ``n^2`` table.
+HOP_TABLE_NODES = 20_000
+#: Largest node count for which :meth:`Topology.describe` computes the exact rank
+#: diameter from all-pairs hop distances (``n^2`` floats); beyond, a double sweep of
+#: breadth-first searches gives a lower bound.
+DESCRIBE_EXACT_NODES = 4096
 
 #: Dimension kinds of hierarchical topologies (ASTRA-sim's three plus torus/mesh lines).
 DIM_KINDS = ("ring", "line", "fully_connected", "switch")
@@ -64,8 +82,18 @@ class Link:
             raise TopologyError(f"{name}: endpoints must be integers", item=name)
         if self.src == self.dst:
             raise TopologyError(f"{name}: a link must join two different nodes", item=name)
-        if not (isinstance(self.bandwidth, (int, float)) and math.isfinite(self.bandwidth)
-                and self.bandwidth > 0):
+        for field_name, parse in (("bandwidth", parse_rate), ("latency", parse_time)):
+            v = getattr(self, field_name)
+            if isinstance(v, str):                    # "400Gbps", "100ns"
+                try:
+                    v = parse(v)
+                except UnitError as e:
+                    raise TopologyError(f"{name}: {field_name}: {e}", item=name) from None
+                object.__setattr__(self, field_name, v)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise InputTypeError(f"{name}: {field_name} must be a number, got "
+                                     f"{type(v).__name__} {v!r}", item=name)
+        if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
             raise TopologyError(
                 f"{name}: bandwidth must be > 0 and finite (got {self.bandwidth!r})", item=name)
         if not (isinstance(self.latency, (int, float)) and math.isfinite(self.latency)
@@ -341,8 +369,22 @@ class Topology:
         return routes(self, pairs, routing or self.routing)
 
     def hop_distances(self) -> np.ndarray:
-        """All-pairs hop distances between nodes (float array, ``inf`` where unreachable)."""
+        """All-pairs hop distances between nodes (float array, ``inf`` where unreachable).
+
+        Raises
+        ------
+        TopologyError
+            ``item="size"`` above :data:`HOP_TABLE_NODES` nodes (the table is ``n^2``
+            floats: 3.2 GB at 20,000 nodes).
+        """
         d = self._cache.get("hops")
+        if d is None and self.num_nodes > HOP_TABLE_NODES:
+            from ..units import format_size
+
+            raise TopologyError(
+                f"{self.name}: the all-pairs hop table of {self.num_nodes:,} nodes needs "
+                f"{format_size(8.0 * self.num_nodes ** 2, 3)}; it is built for at most "
+                f"{HOP_TABLE_NODES:,} nodes", item="size")
         if d is None:
             from scipy.sparse.csgraph import shortest_path
 
@@ -384,10 +426,30 @@ class Topology:
                        dim=lk.dim)
         return g
 
+    def _rank_diameter(self) -> tuple[int, bool]:
+        """The largest hop distance between ranks: exact from the all-pairs table up to
+        :data:`DESCRIBE_EXACT_NODES` nodes, else a lower bound from a double sweep (BFS from
+        rank 0 to the farthest rank, then from there and back)."""
+        if self.num_ranks < 2:
+            return 0, True
+        if self.num_nodes <= DESCRIBE_EXACT_NODES:
+            return int(self.hop_distances()[: self.num_ranks, : self.num_ranks].max()), True
+        from scipy.sparse.csgraph import shortest_path
+
+        best, src = 0, 0
+        for _ in range(2):
+            for graph in (self.adjacency(), self.adjacency().T.tocsr()):
+                d = shortest_path(graph, unweighted=True, directed=True, indices=[src])[0]
+                d = d[: self.num_ranks]
+                far = int(np.argmax(np.where(np.isfinite(d), d, -1)))
+                best = max(best, int(d[far]))
+            src = far
+        return best, False
+
     def describe(self) -> dict[str, Any]:
         """Summary statistics used by ``topocoll topology show``."""
         bw = self.link_bandwidth
-        hops = self.hop_distances()[: self.num_ranks, : self.num_ranks]
+        diameter, exact = self._rank_diameter()
         deg = np.bincount(self.link_src[self.link_src < self.num_ranks], minlength=self.num_ranks)
         return {
             "name": self.name,
@@ -397,7 +459,8 @@ class Topology:
             "bandwidth_min_Bps": float(bw.min()) if len(bw) else 0.0,
             "bandwidth_max_Bps": float(bw.max()) if len(bw) else 0.0,
             "latency_max_s": float(self.link_latency.max()) if len(bw) else 0.0,
-            "rank_diameter_hops": int(hops.max()) if self.num_ranks > 1 else 0,
+            "rank_diameter_hops": diameter,
+            "rank_diameter_exact": exact,
             "rank_out_degree_min": int(deg.min()) if self.num_ranks else 0,
             "rank_out_degree_max": int(deg.max()) if self.num_ranks else 0,
             "rank_egress_Bps_max": float(self.egress_bandwidth()[: self.num_ranks].max()),
@@ -406,20 +469,65 @@ class Topology:
         }
 
 
+def max_links() -> int:
+    """The most links a topology may have: :data:`MAX_LINKS`, or ``$TOPOCOLL_MAX_LINKS``."""
+    text = os.environ.get("TOPOCOLL_MAX_LINKS", "")
+    return int(text) if text.strip().isdigit() else MAX_LINKS
+
+
+def check_size(what: str, nodes: int, links: int) -> None:
+    """Refuse, before anything is built, a fabric of more than :func:`max_links` links or
+    :data:`MAX_NODES` nodes, saying the estimate and how to go on.
+
+    Raises
+    ------
+    TopologyError
+        ``item="size"``.
+
+    Examples
+    --------
+    >>> check_size("ring:8", 8, 16)
+    >>> try:
+    ...     check_size("torus:100000x100000", 10**10, 4 * 10**10)
+    ... except TopologyError as e:
+    ...     print(e.item, str(e)[:60])
+    size torus:100000x100000 would have 10,000,000,000 nodes and 40,0
+    """
+    limit = max_links()
+    if links <= limit and nodes <= MAX_NODES:
+        return
+    from ..units import format_size
+
+    raise TopologyError(
+        f"{what} would have {nodes:,} nodes and {links:,} links (about "
+        f"{format_size(links * LINK_BYTES, 2)}); topocoll builds at most {limit:,} links and "
+        f"{MAX_NODES:,} nodes (about {format_size(limit * LINK_BYTES, 3)}): set "
+        f"TOPOCOLL_MAX_LINKS to raise the link limit, or describe a smaller fabric",
+        item="size")
+
+
 def _validate(t: Topology) -> None:
-    if not isinstance(t.num_ranks, int) or t.num_ranks < 1:
+    for field_name in ("num_ranks", "num_switches"):
+        v = getattr(t, field_name)
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise InputTypeError(f"{field_name} must be an integer, got {type(v).__name__} "
+                                 f"{v!r}", item=field_name)
+    if t.num_ranks < 1:
         raise TopologyError(f"num_ranks must be a positive integer, got {t.num_ranks!r}",
                             item="field 'num_ranks'")
-    if not isinstance(t.num_switches, int) or t.num_switches < 0:
+    if t.num_switches < 0:
         raise TopologyError(f"num_switches must be a non-negative integer, got {t.num_switches!r}",
                             item="field 'num_switches'")
+    check_size(f"a topology of {t.num_ranks:,} ranks and {t.num_switches:,} switches",
+               t.num_ranks + t.num_switches, len(t.links))
     if t.routing not in ROUTINGS:
         raise TopologyError(f"routing must be one of {ROUTINGS}, got {t.routing!r}",
                             item="field 'routing'")
     n = t.num_ranks + t.num_switches
     for lk in t.links:
         if not isinstance(lk, Link):
-            raise TopologyError(f"links must be Link objects, got {lk!r}", item="field 'links'")
+            raise InputTypeError(f"links must be Link objects, got {type(lk).__name__} {lk!r}",
+                                 item="field 'links'")
         for end in (lk.src, lk.dst):
             if not 0 <= end < n:
                 raise TopologyError(

@@ -22,8 +22,9 @@ from ._common import (
     check_time,
     fmt_num,
     switch_latencies,
+    units_in,
 )
-from .core import Link, Topology
+from .core import Link, Topology, check_size
 
 __all__ = ["fat_tree", "leaf_spine", "dgx", "dgx_a100", "dgx_h100", "FABRICS"]
 
@@ -31,6 +32,7 @@ __all__ = ["fat_tree", "leaf_spine", "dgx", "dgx_a100", "dgx_h100", "FABRICS"]
 FABRICS = ("rail", "switch")
 
 
+@units_in
 def fat_tree(k: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
              oversubscription: float = 1.0, switch_latency: float = 0.0,
              name: str | None = None) -> Topology:
@@ -79,6 +81,7 @@ def fat_tree(k: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = D
     (16, 20, 96, 6)
     """
     k = check_count(k, "k")
+    check_size(f"fattree:k={k}", k ** 3 // 4 + 5 * k * k // 4, 3 * k ** 3 // 2)
     if k % 2:
         raise TopologyError(f"k must be even, got {k}", item="field 'k'")
     bw, lat = check_rate(bandwidth), check_time(latency)
@@ -104,6 +107,7 @@ def fat_tree(k: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = D
                     meta={"groups": [list(range(p * h * h, (p + 1) * h * h)) for p in range(k)]})
 
 
+@units_in
 def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, *,
                bandwidth: float = DEFAULT_BANDWIDTH, uplink_bandwidth: float | None = None,
                oversubscription: float = 1.0, latency: float = DEFAULT_LATENCY,
@@ -173,6 +177,7 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, *,
                     meta={"groups": [list(range(i * hpl, (i + 1) * hpl)) for i in range(nl)]})
 
 
+@units_in
 def dgx(boxes: int, *, gpus_per_box: int = 8, nvlink_bandwidth: float = 450e9,
         nic_bandwidth: float = 50e9, nvlink_latency: float = DEFAULT_LATENCY,
         nic_latency: float = DEFAULT_LATENCY, fabric: str = "rail", spines: int | None = None,
@@ -261,6 +266,7 @@ def dgx(boxes: int, *, gpus_per_box: int = 8, nvlink_bandwidth: float = 450e9,
                     meta={"groups": [list(range(b * g, (b + 1) * g)) for b in range(nb)]})
 
 
+@units_in
 def dgx_a100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
              nvlink_latency: float = DEFAULT_LATENCY, nic_latency: float = DEFAULT_LATENCY,
              switch_latency: float = 0.0, name: str | None = None) -> Topology:
@@ -281,6 +287,7 @@ def dgx_a100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
                name=name or _preset_name("dgx-a100", boxes, fabric, spines))
 
 
+@units_in
 def dgx_h100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
              nvlink_latency: float = DEFAULT_LATENCY, nic_latency: float = DEFAULT_LATENCY,
              switch_latency: float = 0.0, name: str | None = None) -> Topology:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..errors import TopologyError
+from ..errors import InputTypeError, TopologyError
 from ._common import (
     DEFAULT_BANDWIDTH,
     DEFAULT_LATENCY,
@@ -31,8 +31,9 @@ from ._common import (
     check_rate,
     check_time,
     per_dim,
+    units_in,
 )
-from .core import Dim, Link, Topology
+from .core import Dim, Link, Topology, check_size
 from .explicit import from_edges, from_matrix
 from .fabrics import dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
 
@@ -44,6 +45,7 @@ __all__ = ["ring", "line", "fully_connected", "star", "torus", "mesh", "hypercub
 RRG_MAX_TRIES = 32
 
 
+@units_in
 def ring(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
          bidirectional: bool = True, name: str | None = None) -> Topology:
     """Return a ring of ``num_ranks`` ranks.
@@ -64,6 +66,7 @@ def ring(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
     8
     """
     n = check_count(num_ranks)
+    check_size(f"ring:{n}", n, 2 * n)
     links: list[Link] = []
     for i in range(n):
         j = (i + 1) % n
@@ -80,6 +83,7 @@ def ring(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
                     tuple(links), dims=dims)
 
 
+@units_in
 def line(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
          name: str | None = None) -> Topology:
     """Return a line (1-D mesh) ``0 - 1 - ... - n-1`` with bidirectional links.
@@ -93,6 +97,7 @@ def line(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
                 name=name or f"line:{num_ranks}")
 
 
+@units_in
 def fully_connected(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
                     latency: float = DEFAULT_LATENCY, name: str | None = None) -> Topology:
     """Return a full mesh: a link each way between every pair of ranks.
@@ -103,11 +108,13 @@ def fully_connected(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     12
     """
     n = check_count(num_ranks)
+    check_size(f"fully_connected:{n}", n, n * (n - 1))
     links = [Link(i, j, bandwidth, latency, 0) for i in range(n) for j in range(n) if i != j]
     return Topology(name or f"fully_connected:{n}", n, 0, tuple(links),
                     dims=(Dim("fully_connected", n, bandwidth, latency),))
 
 
+@units_in
 def star(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
          switch_latency: float = 0.0, name: str | None = None) -> Topology:
     """Return ``num_ranks`` ranks on one non-blocking switch (node ``num_ranks``).
@@ -131,12 +138,16 @@ def star(num_ranks: int, *, bandwidth: float = DEFAULT_BANDWIDTH, latency: float
 
 
 def _grid(shape: Sequence[int], wrap: bool, bandwidth, latency, name, kind) -> Topology:
+    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):
+        raise InputTypeError(f"shape must be a sequence of integers, got "
+                             f"{type(shape).__name__} {shape!r}", item="shape")
     shape = tuple(shape)
     if not shape:
         raise TopologyError("shape must have at least one dimension", item="field 'shape'")
     for d in shape:
-        check_count(d, "dimension size")
+        check_count(d, "shape: dimension size")
     n = math.prod(shape)
+    check_size(f"{kind}:{'x'.join(map(str, shape))}", n, 2 * len(shape) * n)
     bws = per_dim(bandwidth, len(shape), "bandwidth")
     lats = per_dim(latency, len(shape), "latency")
     links: list[Link] = []
@@ -212,6 +223,7 @@ def _grid_ring_order(shape: tuple[int, ...], wrap: bool, links: list[Link]) -> l
     return None
 
 
+@units_in
 def torus(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_BANDWIDTH,
           latency: float | Sequence[float] = DEFAULT_LATENCY, name: str | None = None) -> Topology:
     """Return an N-D torus of any shape (wrap-around in every dimension).
@@ -242,6 +254,7 @@ def torus(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_
                  name or "torus:" + "x".join(map(str, shape)), "ring")
 
 
+@units_in
 def mesh(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_BANDWIDTH,
          latency: float | Sequence[float] = DEFAULT_LATENCY, name: str | None = None) -> Topology:
     """Return an N-D mesh (a torus without wrap-around links).
@@ -259,6 +272,7 @@ def mesh(shape: Sequence[int], *, bandwidth: float | Sequence[float] = DEFAULT_B
                  name or "mesh:" + "x".join(map(str, shape)), "line")
 
 
+@units_in
 def hypercube(dimension: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
               latency: float = DEFAULT_LATENCY, name: str | None = None) -> Topology:
     """Return a ``dimension``-dimensional hypercube of ``2**dimension`` ranks.
@@ -273,9 +287,11 @@ def hypercube(dimension: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     (8, 24, 3)
     """
     d = check_count(dimension, "dimension", minimum=1)
+    check_size(f"hypercube:{d}", 2 ** min(d, 64), d * 2 ** min(d, 64))
     return _grid((2,) * d, True, bandwidth, latency, name or f"hypercube:{d}", "ring")
 
 
+@units_in
 def circulant(num_ranks: int, jumps: Sequence[int], *, bandwidth: float = DEFAULT_BANDWIDTH,
               latency: float = DEFAULT_LATENCY, directed: bool = False,
               name: str | None = None) -> Topology:
@@ -349,6 +365,7 @@ def circulant(num_ranks: int, jumps: Sequence[int], *, bandwidth: float = DEFAUL
     return Topology(label, n, 0, tuple(links), meta=meta)
 
 
+@units_in
 def random_regular(num_ranks: int, degree: int, *, seed: int,
                    bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
                    name: str | None = None) -> Topology:

@@ -31,12 +31,13 @@ from typing import Any
 
 from ..errors import NotSupportedError, TopologyError
 from ._common import rate_field, time_field
-from .core import Dim, Topology
+from .core import Dim, Topology, check_size
 from .explicit import parse_links
 from .hierarchical import multi_dim
 
 __all__ = ["TYPE_TAG", "FORMAT_VERSION", "topology_to_dict", "topology_from_dict", "save_topology",
-           "load_topology_file", "read_astra_network", "write_astra_network", "read_mapping"]
+           "load_topology_file", "read_astra_network", "write_astra_network", "read_mapping",
+           "yaml_text", "json_text"]
 
 TYPE_TAG = "topocoll.topology"
 FORMAT_VERSION = 1
@@ -85,13 +86,14 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     return d
 
 
-def topology_from_dict(data: Mapping[str, Any], *, name: str = "topology") -> Topology:
+def topology_from_dict(data: Mapping[str, Any] | str, *, name: str = "topology") -> Topology:
     """Build a topology from a version-1 mapping (see the module docstring).
 
     Parameters
     ----------
-    data : mapping
-        As written by :func:`topology_to_dict`, or by hand.
+    data : mapping or str
+        As written by :func:`topology_to_dict`, or by hand; or the YAML / JSON text of
+        such a file.
     name : str
         Used when ``data`` has no ``name``.
 
@@ -110,9 +112,12 @@ def topology_from_dict(data: Mapping[str, Any], *, name: str = "topology") -> To
     >>> len(t.links), t.links[1].bandwidth
     (2, 50000000000.0)
     """
+    if isinstance(data, str):          # the text of a YAML or JSON file
+        data = json_text(data, "text") if data.lstrip().startswith("{") else \
+            yaml_text(data, "text")
     if not isinstance(data, Mapping):
-        raise TopologyError(f"a topology must be a mapping, got {type(data).__name__}",
-                            item="field 'type'")
+        raise TopologyError(f"a topology must be a mapping (or its YAML / JSON text), got "
+                            f"{type(data).__name__}", item="field 'type'")
     if data.get("type") != TYPE_TAG:
         found = "it is missing" if "type" not in data else f"got {data['type']!r}"
         raise TopologyError(f"not a topocoll topology: field 'type' must be {TYPE_TAG!r} "
@@ -130,7 +135,10 @@ def topology_from_dict(data: Mapping[str, Any], *, name: str = "topology") -> To
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
         raise TopologyError(f"num_ranks must be a positive integer, got {num_ranks!r}",
                             item="field 'num_ranks'")
+    check_size(f"a topology of num_ranks {num_ranks:,}", num_ranks, 0)
     num_switches = _num_switches(data, num_ranks)
+    check_size(f"a topology of num_ranks {num_ranks:,} and num_switches {num_switches:,}",
+               num_ranks + num_switches, 0)
     if "links" not in data and "cables" not in data:
         raise TopologyError("missing field 'links' (or 'cables')", item="field 'links'")
     links = parse_links(data.get("links", ()), None, 0.0, field="links",
@@ -205,16 +213,16 @@ def read_mapping(path: Path) -> Any:
     """Parse a ``.json`` / ``.yaml`` / ``.yml`` file; errors name ``"file '<path>'"``."""
     fmt = _format(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise TopologyError(f"cannot read {str(path)!r}: {e.strerror}",
                             item=f"file '{path}'") from None
+    except UnicodeDecodeError:
+        raise TopologyError(f"{path}: not a text file (not UTF-8)",
+                            item=f"file '{path}'") from None
     if fmt == "yaml":
-        return _yaml_text(text, f"file '{path}'")
-    try:
-        return json.loads(text)
-    except ValueError as e:  # json.JSONDecodeError
-        raise TopologyError(f"{path}: invalid JSON: {e}", item=f"file '{path}'") from None
+        return yaml_text(text, f"file '{path}'")
+    return json_text(text, f"file '{path}'")
 
 
 # ---------------------------------------------------------------------------- ASTRA-sim
@@ -359,21 +367,52 @@ def _astra_mapping(source: Any) -> Mapping[str, Any]:
         except OSError as e:
             raise TopologyError(f"cannot read {str(p)!r}: {e.strerror}",
                                 item=f"file '{p}'") from None
-        data = _yaml_text(text, f"file '{p}'")
+        data = yaml_text(text, f"file '{p}'")
     else:
-        data = _yaml_text(source, "key 'topology'")
+        data = yaml_text(source, "key 'topology'")
     if not isinstance(data, Mapping):
         raise TopologyError("a network.yml must be a mapping of lists", item="key 'topology'")
     return data
 
 
-def _yaml_text(text: str, item: str) -> Any:
+def yaml_text(text: str, item: str) -> Any:
+    """Safe YAML (no Python objects) that refuses a key given twice in one mapping."""
     import yaml
 
+    class _Strict(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            keys = set()
+            for k, _ in node.value:
+                key = self.construct_object(k, deep=True)
+                if isinstance(key, str | int | float | bool) and key in keys:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", k.start_mark)
+                keys.add(key)
+            return super().construct_mapping(node, deep)
+
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(text, Loader=_Strict)
     except yaml.YAMLError as e:
-        raise TopologyError(f"invalid YAML: {e}", item=item) from None
+        raise TopologyError(f"{item}: invalid YAML: {' '.join(str(e).split())}",
+                            item=item) from None
+
+
+def json_text(text: str, item: str) -> Any:
+    """JSON that refuses a key given twice in one object."""
+    def pairs(items):
+        out = {}
+        for k, v in items:
+            if k in out:
+                raise TopologyError(f"{item}: invalid JSON: duplicate key {k!r}", item=item)
+            out[k] = v
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs)
+    except ValueError as e:  # json.JSONDecodeError
+        if isinstance(e, TopologyError):
+            raise
+        raise TopologyError(f"{item}: invalid JSON: {e}", item=item) from None
 
 
 # ----------------------------------------------------------------------------- helpers

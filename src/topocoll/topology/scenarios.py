@@ -16,10 +16,11 @@ References
 
 from __future__ import annotations
 
+import math
 import random
 
-from ..errors import TopologyError
-from ._common import DEFAULT_LATENCY
+from ..errors import InputTypeError, TopologyError
+from ._common import DEFAULT_LATENCY, units_in
 from .core import Link, Topology
 
 __all__ = ["GBPS", "random_bandwidth", "bimodal", "two_tier", "contention", "mi250"]
@@ -28,9 +29,18 @@ __all__ = ["GBPS", "random_bandwidth", "bimodal", "two_tier", "contention", "mi2
 GBPS = 1.25e8
 
 
-def _check(value, name: str, minimum: float) -> None:
-    if not isinstance(value, (int, float)) or value < minimum:
-        raise TopologyError(f"{name} must be >= {minimum}, got {value!r}", item=f"field '{name}'")
+def _check(value, name: str, minimum: float, maximum: float = math.inf, *,
+           above: bool = False) -> None:
+    """``value`` in ``[minimum, maximum]`` (``(minimum, maximum]`` with ``above``), finite;
+    errors name the field."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputTypeError(f"{name} must be a number, got {type(value).__name__} {value!r}",
+                             item=name)
+    low_ok = value > minimum if above else value >= minimum
+    if not (math.isfinite(value) and low_ok and value <= maximum):
+        lo = f"> {minimum}" if above else f">= {minimum}"
+        hi = f" and <= {maximum}" if math.isfinite(maximum) else ""
+        raise TopologyError(f"{name} must be {lo}{hi}, got {value!r}", item=f"field '{name}'")
 
 
 def _gbps(x: float) -> float:
@@ -55,6 +65,7 @@ def _complete(n: int, bw_of, latency: float, name: str, density: float, rng) -> 
     return Topology(name, n, 0, tuple(links))
 
 
+@units_in
 def random_bandwidth(n: int, *, spread: float = 10.0, high: float = 100 * GBPS,
                      density: float = 1.0, seed: int = 0, latency: float = DEFAULT_LATENCY,
                      name: str | None = None) -> Topology:
@@ -81,7 +92,8 @@ def random_bandwidth(n: int, *, spread: float = 10.0, high: float = 100 * GBPS,
     """
     _check(n, "n", 2)
     _check(spread, "spread", 1)
-    _check(density, "density", 0)
+    _check(density, "density", 0, 1, above=True)
+    _check(seed, "seed", 0)
     rng = random.Random(seed)
     extra = (f",density={density:g}" if density != 1 else "") + _extras(
         latency, bw=high if high != 100 * GBPS else None)
@@ -89,6 +101,7 @@ def random_bandwidth(n: int, *, spread: float = 10.0, high: float = 100 * GBPS,
                      name or f"random:{n},spread={spread:g},seed={seed}{extra}", density, rng)
 
 
+@units_in
 def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
             slow_fraction: float = 0.2, density: float = 1.0, seed: int = 0,
             latency: float = DEFAULT_LATENCY, name: str | None = None) -> Topology:
@@ -102,6 +115,11 @@ def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
     [1250000000.0, 12500000000.0]
     """
     _check(n, "n", 2)
+    _check(slow_fraction, "frac", 0, 1)
+    _check(density, "density", 0, 1, above=True)
+    _check(seed, "seed", 0)
+    for field, v in (("fast", fast), ("slow", slow)):
+        _check(v, field, 0, above=True)
     rng = random.Random(seed)
     extra = (f",frac={slow_fraction:g}" + (f",density={density:g}" if density != 1 else "")
              + _extras(latency, bw=fast if fast != 100 * GBPS else None,
@@ -110,6 +128,7 @@ def bimodal(n: int, *, fast: float = 100 * GBPS, slow: float = 10 * GBPS,
                      latency, name or f"bimodal:{n},seed={seed}{extra}", density, rng)
 
 
+@units_in
 def two_tier(racks: int, hosts: int, *, host_bandwidth: float = 100 * GBPS,
              oversubscription: float = 4.0, spines: int = 2,
              latency: float = DEFAULT_LATENCY, name: str | None = None) -> Topology:
@@ -173,6 +192,7 @@ def contention(topology: Topology, *, fraction: float = 0.3, keep: float = 0.5,
                     routing=topology.routing, meta=dict(topology.meta))
 
 
+@units_in
 def mi250(boxes: int, *, package_bandwidth: float = 200e9, fabric_bandwidth: float = 50e9,
           nic_bandwidth: float = 25e9, latency: float = DEFAULT_LATENCY,
           name: str | None = None) -> Topology:

@@ -49,6 +49,7 @@ Every generator's ``name`` is a spec that parses back to the same structure (``b
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -56,10 +57,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import TopologyError
-from ..units import parse_rate, parse_time
+from ..errors import InputTypeError, TopologyError
+from ..units import exact_rate, exact_time, parse_rate, parse_time
 from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
-from .core import ROUTINGS, Dim, Topology
+from .core import ROUTINGS, Dim, Topology, check_size
 from .fabrics import FABRICS, dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
 from .generators import (
     circulant,
@@ -75,7 +76,8 @@ from .generators import (
 from .hierarchical import multi_dim
 from .io import read_astra_network, read_mapping, topology_from_dict
 
-__all__ = ["parse_spec", "load_topology", "GENERATOR_NAMES", "GENERATOR_USAGE"]
+__all__ = ["parse_spec", "load_topology", "canonical_name", "GENERATOR_NAMES",
+           "GENERATOR_USAGE"]
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -112,7 +114,11 @@ def _text(v: Any) -> str:
 
 
 def _rate(v: Any) -> float:
-    return parse_rate(_text(v))
+    """A rate with units, or a bare number of bytes/s (the same rule as topology files)."""
+    text = _text(v)
+    if re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", text):
+        return parse_rate(float(text))
+    return parse_rate(text)
 
 
 def _time(v: Any) -> float:
@@ -318,6 +324,60 @@ GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
 GENERATOR_USAGE = {name: g.usage for name, g in _GENERATORS.items()}
 
 
+# ------------------------------------------------------------------- size estimates
+def _estimate(key: str, o: dict[str, Any]) -> tuple[int, int]:
+    """Nodes and links the generator would build (exact or a close upper bound), from the
+    parsed options alone: checked before anything is allocated."""
+    def g(k, default=0):
+        v = o.get(k, default)
+        return v if isinstance(v, int) and v > 0 else 1
+
+    if key in ("ring", "uniring", "line"):
+        n = g("n")
+        return n, 2 * n
+    if key == "fc":
+        n = g("n")
+        return n, n * n
+    if key == "star":
+        n = g("n")
+        return n + 1, 2 * n
+    if key in ("torus", "mesh"):
+        shape = [max(1, x) for x in o.get("shape", (1,))]
+        n = math.prod(shape)
+        return n, 2 * len(shape) * n
+    if key == "hypercube":
+        d = min(g("d"), 64)
+        return 2 ** d, d * 2 ** d
+    if key == "fattree":
+        k = g("k")
+        return k ** 3 // 4 + 5 * k * k // 4, 3 * k ** 3 // 2
+    if key == "leafspine":
+        hosts = g("leaves") * g("hosts")
+        return hosts + g("leaves") + g("spines"), 2 * (hosts + g("leaves") * g("spines"))
+    if key in ("dgx", "dgx-a100", "dgx-h100"):
+        n = g("boxes") * g("gpus", 8)
+        return 2 * n + 64, n * 24 + 64
+    if key == "circulant":
+        n = g("n")
+        return n, 2 * n * max(1, len(o.get("jumps", ())))
+    if key == "rrg":
+        return g("n"), g("n") * g("d")
+    if key == "hier":
+        sizes = [max(1, d[1]) for d in o.get("dims", [])] or [1]
+        n = math.prod(sizes)
+        return n + n, n * sum(s if s < 64 else 4 for s in sizes)
+    if key in ("random", "bimodal"):
+        n = g("n")
+        return n, n * n
+    if key == "twotier":
+        n = g("racks") * g("hosts")
+        return n + g("racks") + g("spines", 2), 4 * n + 4 * g("racks") * g("spines", 2)
+    if key == "mi250":
+        n = 16 * g("boxes")
+        return 2 * n, 12 * n
+    return 1, 1
+
+
 # --------------------------------------------------------------------------- parsing
 def _split_top(text: str) -> list[str]:
     """Split on commas outside parentheses."""
@@ -369,12 +429,42 @@ def parse_spec(text: str) -> Topology:
         raise TopologyError(f"unknown generator {name!r} (valid: {', '.join(GENERATOR_NAMES)})",
                             item=f"generator '{name}'")
     o = _parse_args(name, gen, rest)
+    nodes, links = _estimate(key, o)
+    check_size(text.strip(), nodes, links)
     t = gen.build(o)
     if "routing" in o and o["routing"] != t.routing:
         t = dataclasses.replace(t, routing=o["routing"])
     if "fwd" in o:  # forwarding latency of every node (e.g. a torus router's per-hop time)
         t = dataclasses.replace(t, node_latency=(o["fwd"],) * t.num_nodes)
-    return t
+    name = canonical_name(t.name, o)
+    return t if name == t.name else dataclasses.replace(t, name=name)
+
+
+#: Common options in the order :func:`canonical_name` appends them.
+_CANON_ORDER = ("bw", "lat", "fwd", "routing")
+
+
+def canonical_name(base: str, options: Mapping[str, Any]) -> str:
+    """The generator's name plus the common options that were given (``bw``, ``lat``,
+    ``fwd``, ``routing``), each written so that it parses back to exactly the same value:
+    the full spec every title, report and ``--json`` record carries.
+
+    Examples
+    --------
+    >>> canonical_name("torus:8x8", {"bw": 50e9, "lat": 1e-7})
+    'torus:8x8,bw=50GB/s,lat=100ns'
+    >>> parse_spec("torus:8x8,lat=100ns,bw=400Gbps").name
+    'torus:8x8,bw=50GB/s,lat=100ns'
+    """
+    have = {part.split("=")[0].strip() for part in _split_top(base.partition(":")[2])}
+    extra = []
+    for key in _CANON_ORDER:
+        if key in options and key not in have:
+            v = options[key]
+            text = exact_rate(v) if key == "bw" else exact_time(v) if key in ("lat", "fwd") \
+                else str(v)
+            extra.append(f"{key}={text}")
+    return ",".join([base, *extra]) if extra else base
 
 
 def _parse_args(name: str, gen: _Gen, rest: str) -> dict[str, Any]:
@@ -438,10 +528,27 @@ def load_topology(spec_or_path: str | os.PathLike) -> Topology:
             isinstance(spec_or_path, str)
             and spec_or_path.strip().lower().endswith(_FILE_SUFFIXES)):
         p = Path(spec_or_path)
+        if p.is_dir():
+            raise TopologyError(f"{str(p)!r} is a directory, not a topology file",
+                                item=f"file '{p}'")
         if not p.is_file():
             raise TopologyError(f"no such topology file {str(p)!r}", item=f"file '{p}'")
         data = read_mapping(p)
+        try:
+            if isinstance(data, Mapping) and isinstance(data.get("topology"), list):
+                return read_astra_network(data)
+            return topology_from_dict(data, name=p.stem)
+        except TopologyError as e:          # say which file, keep the item
+            raise TopologyError(f"{p}: {e}", item=e.item) from None
+    if not isinstance(spec_or_path, str):
+        raise InputTypeError(f"spec must be a generator spec string or a path, got "
+                             f"{type(spec_or_path).__name__} {spec_or_path!r}", item="spec")
+    text = spec_or_path.strip()
+    if "\n" in text or text.startswith("{"):       # the contents of a file, given as text
+        from .io import json_text, yaml_text
+
+        data = json_text(text, "text") if text.startswith("{") else yaml_text(text, "text")
         if isinstance(data, Mapping) and isinstance(data.get("topology"), list):
             return read_astra_network(data)
-        return topology_from_dict(data, name=p.stem)
+        return topology_from_dict(data)
     return parse_spec(spec_or_path)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ScheduleError
+from ..errors import InputError, InputTypeError, ScheduleError
 from ..schedule import Schedule
 from ..topology import Topology
 from .semantics import MERSENNE31, Collector, Violation, execute
@@ -101,8 +101,15 @@ def verify(schedule: Schedule, topology: Topology | None = None, *, collect: boo
     >>> verify(ring_allreduce(ring(8)), ring(8)).ok
     True
     """
+    if not isinstance(schedule, Schedule):
+        raise InputTypeError(f"schedule must be a Schedule, got {type(schedule).__name__}",
+                             item="schedule")
+    if topology is not None and not isinstance(topology, Topology):
+        raise InputTypeError(f"topology must be a Topology or None, got "
+                             f"{type(topology).__name__}", item="topology")
     if method not in ("auto", "exact", "fingerprint"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'fingerprint', got {method!r}")
+        raise InputError(f"method must be 'auto', 'exact' or 'fingerprint', got {method!r}",
+                         item="method")
     coll = schedule.collective
     limit = max_violations if collect else 1
     out = Collector(max(1, limit))

@@ -1,0 +1,58 @@
+"""``topocoll list``: what can be named: algorithms per collective, generators, backends."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from .app import JsonOpt, app, handle_errors, out, print_json
+
+__all__ = ["list_command", "LISTS", "catalog"]
+
+#: What ``topocoll list`` can show.
+LISTS = ("algorithms", "collectives", "generators", "backends")
+
+
+def catalog() -> dict[str, Any]:
+    """Every list, as plain data (the ``--json`` output of ``topocoll list``)."""
+    from ..collective import COLLECTIVE_KINDS
+    from ..selection import algorithms_for
+    from ..topology.spec import GENERATOR_USAGE
+
+    return {
+        "algorithms": {k: [a.name for a in algorithms_for(k)] for k in COLLECTIVE_KINDS},
+        "collectives": list(COLLECTIVE_KINDS),
+        "generators": dict(GENERATOR_USAGE),
+        "backends": {"analytical": "alpha-beta with link congestion, steps as barriers",
+                     "flow": "flow-level simulator, max-min fair sharing, relaxed steps",
+                     "packet": "packet-level simulator: queues, priorities, ECN, transport",
+                     "ns3": "ns-3 (the ns3 extra)"},
+    }
+
+
+@app.command("list")
+@handle_errors
+def list_command(what: Annotated[str | None, typer.Argument(
+                     help="algorithms, collectives, generators or backends (default: all).")]
+                 = None, as_json: JsonOpt = False) -> None:
+    """List what can be named: algorithms per collective, topology generators, backends."""
+    if what is not None and what not in LISTS:
+        raise InputError(f"nothing called {what!r} to list; choose one of {', '.join(LISTS)}",
+                         item=what)
+    data = catalog()
+    shown = {what: data[what]} if what else data
+    if as_json:
+        print_json(shown)
+        return
+    for key, value in shown.items():
+        table = Table(title=key, show_header=False)
+        if isinstance(value, dict):
+            for k, v in value.items():
+                table.add_row(k, ", ".join(v) if isinstance(v, list) else str(v))
+        else:
+            for v in value:
+                table.add_row(v)
+        out.print(table)
