@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "export": _MODEL | {"verification"},
     "testbed": _MODEL | {"optimum", "cost", "sim", "synth", "selection", "verification",
                          "runtime"},
+    "workload": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim"},
     "studies": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim"},
     "cli": None,
     "__main__": None,    # python -m topocoll: the command line

@@ -5,11 +5,23 @@ one line on stderr and exit with status 2; ``verify`` exits with status 1 when t
 schedule has violations.
 """
 
-from . import bound, compare, demo, export, listing, schedules, simulate, study, testbed, topology
+from . import (
+    bound,
+    compare,
+    demo,
+    export,
+    listing,
+    schedules,
+    simulate,
+    study,
+    testbed,
+    topology,
+    train,
+)
 from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
-           "study", "testbed", "topology"]
+           "study", "testbed", "topology", "train"]
 
 
 def main() -> None:

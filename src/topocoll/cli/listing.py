@@ -13,7 +13,7 @@ from .app import JsonOpt, app, handle_errors, out, print_json
 __all__ = ["list_command", "LISTS", "catalog"]
 
 #: What ``topocoll list`` can show.
-LISTS = ("algorithms", "collectives", "generators", "backends")
+LISTS = ("algorithms", "collectives", "generators", "backends", "models", "devices")
 
 
 def catalog() -> dict[str, Any]:
@@ -21,6 +21,7 @@ def catalog() -> dict[str, Any]:
     from ..collective import COLLECTIVE_KINDS
     from ..selection import algorithms_for
     from ..topology.spec import GENERATOR_USAGE
+    from ..workload import DEVICES, MODELS
 
     return {
         "algorithms": {k: [a.name for a in algorithms_for(k)] for k in COLLECTIVE_KINDS},
@@ -30,15 +31,27 @@ def catalog() -> dict[str, Any]:
                      "flow": "flow-level simulator, max-min fair sharing, relaxed steps",
                      "packet": "packet-level simulator: queues, priorities, ECN, transport",
                      "ns3": "ns-3 (the ns3 extra)"},
+        "models": {n: _model_line(m) for n, m in MODELS.items()},
+        "devices": {n: f"{d.peak_flops / 1e12:g} TFLOP/s, {d.memory / 2**30:.0f} GiB, "
+                       f"{d.memory_bandwidth / 1e12:g} TB/s" for n, d in DEVICES.items()},
     }
+
+
+def _model_line(m) -> str:
+    kv = f" ({m.kv_heads} kv)" if m.kv_heads != m.heads else ""
+    moe = f", {m.experts} experts top-{m.top_k}" if m.moe else ""
+    return (f"{m.parameters / 1e9:.2f}B params: hidden {m.hidden}, ffn {m.ffn}, heads "
+            f"{m.heads}{kv}, layers {m.layers}, seq {m.seq}, vocab {m.vocab}{moe}")
 
 
 @app.command("list")
 @handle_errors
 def list_command(what: Annotated[str | None, typer.Argument(
-                     help="algorithms, collectives, generators or backends (default: all).")]
+                     help="algorithms, collectives, generators, backends, models or devices "
+                          "(default: all).")]
                  = None, as_json: JsonOpt = False) -> None:
-    """List what can be named: algorithms per collective, topology generators, backends."""
+    """List what can be named: algorithms per collective, topology generators, backends,
+    models and devices."""
     if what is not None and what not in LISTS:
         raise InputError(f"nothing called {what!r} to list; choose one of {', '.join(LISTS)}",
                          item=what)

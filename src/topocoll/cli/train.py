@@ -1,0 +1,150 @@
+"""``topocoll train``: one training iteration of a model with a parallelism on a fabric."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from .app import (
+    JsonOpt,
+    NoCacheOpt,
+    app,
+    choice_opt,
+    handle_errors,
+    load_topo,
+    model_opt,
+    out,
+    print_json,
+    schedule_cache,
+)
+from .schedules import output_path
+
+__all__ = ["train"]
+
+
+def _pct(x: float, total: float) -> str:
+    return f"{100 * x / total:.1f}%" if total else "-"
+
+
+@app.command()
+@handle_errors
+def train(
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="A model name (topocoll list models), transformer:hidden=...,"
+                              " or a YAML file.")] = "gpt3-175b",
+    parallel: Annotated[str, typer.Option(
+        "--parallel", "-p", help="tp=8,pp=8,dp=16[,ep=E] (dp defaults to fill --gpus).")]
+        = "tp=8,pp=8",
+    topology: Annotated[str, typer.Option(
+        "--topology", "-t", help="Generator spec or file.")] = "dgx-a100:8",
+    gpus: Annotated[int | None, typer.Option(
+        help="GPUs to use (default: every rank of the topology).")] = None,
+    device: Annotated[str, typer.Option(help="Device preset (topocoll list devices).")]
+        = "a100-80g",
+    global_batch: Annotated[int | None, typer.Option(
+        help="Sequences per iteration (default: one micro-batch per replica).")] = None,
+    micro_batch: Annotated[int, typer.Option(help="Sequences per micro-batch.")] = 1,
+    seq: Annotated[int | None, typer.Option(help="Sequence length (default: the model's).")]
+        = None,
+    interleave: Annotated[int, typer.Option(help="Model chunks per stage (1: plain 1F1B).")]
+        = 1,
+    recompute: Annotated[str, typer.Option(help="none, selective or full.")] = "none",
+    sequence_parallel: Annotated[bool, typer.Option(
+        "--sequence-parallel", help="Megatron sequence parallelism.")] = False,
+    zero: Annotated[int, typer.Option(help="ZeRO stage 0-3 over the data-parallel group.")]
+        = 0,
+    backend: Annotated[str, typer.Option(
+        "--backend", "-b", help="How collectives are timed: analytical or flow.")]
+        = "analytical",
+    algorithms: Annotated[str | None, typer.Option(
+        "--algorithms", "-a", help="Comma-separated candidate algorithms for every "
+                                   "collective (default: every one that applies).")] = None,
+    no_overlap: Annotated[bool, typer.Option(
+        "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
+        = False,
+    trace: Annotated[str | None, typer.Option(
+        help="Write the pipeline timeline as a Perfetto trace JSON.")] = None,
+    no_cache: NoCacheOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Time one training iteration: compute, exposed communication, bubble, MFU, memory."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..workload import (
+        find_device,
+        load_model,
+        parse_model,
+        parse_parallel,
+        simulate_iteration,
+        write_timeline,
+    )
+
+    # everything is checked before anything runs
+    choice_opt(backend, ("analytical", "flow"), "--backend")
+    cm = model_opt(backend, "0")
+    dev = find_device(device)
+    mdl = load_model(model) if Path(model).suffix in (".yaml", ".yml", ".json") else \
+        parse_model(model)
+    if seq is not None:
+        if seq < 1:
+            raise InputError(f"--seq must be at least 1, got {seq}", item="--seq")
+        renamed = replace(mdl, seq=seq)
+        name = (renamed.spec() if mdl.name.startswith("transformer:") else
+                mdl.name + ("," if ":" in mdl.name else ":") + f"seq={seq}")
+        mdl = replace(renamed, name=name)
+    trace_path = output_path(Path(trace), (".json",)) if trace else None
+    t = load_topo(topology)
+    world = t.num_ranks if gpus is None else gpus
+    if not 1 <= world <= t.num_ranks:
+        raise InputError(f"--gpus must be 1..{t.num_ranks} on {t.name}, got {world}",
+                         item="--gpus")
+    base = parse_parallel(parallel, micro_batch=micro_batch, recompute=recompute,
+                          zero=zero, sequence_parallel=sequence_parallel,
+                          interleave=interleave)
+    if "dp=" not in parallel.replace(" ", ""):
+        tp_pp = base.tp * base.pp
+        if world % tp_pp:
+            raise InputError(f"--parallel: --gpus {world} is not a multiple of tp x pp = {tp_pp}",
+                             item="--parallel")
+        base = base.with_(dp=world // tp_pp, global_batch=None)
+    if base.world != world:
+        raise InputError(f"--parallel uses tp x pp x dp = {base.world} GPUs, --gpus is "
+                         f"{world}", item="--parallel")
+    if global_batch is not None:
+        base = base.with_(global_batch=global_batch)
+    cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
+    r = simulate_iteration(mdl, base, t, dev, cost_model=cm, algorithms=cands,
+                           cache=schedule_cache(no_cache), overlap_dp=not no_overlap,
+                           timeline=trace_path is not None)
+    if trace_path is not None:
+        write_timeline(r.tasks, trace_path)
+    if as_json:
+        print_json(r.to_dict())
+        return
+    it = r.iteration_s
+    bd = r.breakdown
+    tab = Table(title=f"{mdl.name} on {t.name} ({world} x {dev.name}, {r.parallel})")
+    tab.add_column("part")
+    tab.add_column("seconds", justify="right")
+    tab.add_column("share", justify="right")
+    for label, key in (("compute", "compute_s"), ("tensor parallel (exposed)", "tp_s"),
+                       ("expert all-to-all (exposed)", "ep_s"),
+                       ("pipeline sends", "pp_s"), ("data parallel (exposed)", "dp_exposed_s"),
+                       ("pipeline bubble", "bubble_s")):
+        if bd[key] or key in ("compute_s", "bubble_s"):
+            tab.add_row(label, f"{bd[key]:.4g}", _pct(bd[key], it))
+    tab.add_row("iteration", f"{it:.4g}", "100%")
+    out.print(tab)
+    out.print(f"MFU {100 * r.mfu:.1f}%  {r.tflops_per_gpu:.1f} TFLOP/s per GPU  peak memory "
+              f"{r.memory_gib:.1f} GiB per GPU (stage {r.memory.peak_stage.stage})",
+              highlight=False)
+    for label, c in r.collectives.items():
+        out.print(f"  {label}: {c['algorithm']} on {c['ranks']} ranks, "
+                  f"{c['time_s'] * 1e3:.4g} ms ({100 * c['bound_fraction']:.1f}% of bound)",
+                  highlight=False)
+    if trace_path is not None:
+        out.print(f"timeline written to {trace_path}", highlight=False)

@@ -1,0 +1,24 @@
+"""Training workloads: the model zoo, devices, parallelism, memory and the iteration model
+(``docs/design-workload.md``)."""
+
+from .devices import DEVICE_NAMES, DEVICES, Device, find_device
+from .iteration import CollectiveCoster, IterationResult, Task, pipeline_1f1b, simulate_iteration
+from .memory import (
+    MemoryReport,
+    StageMemory,
+    activation_bytes_per_layer,
+    check_fits,
+    memory_per_gpu,
+    stage_layers,
+    stage_parameters,
+)
+from .models import MODEL_NAMES, MODELS, Transformer, load_model, parse_model
+from .parallel import ORDERS, RECOMPUTE, Parallelism, groups, parse_parallel
+from .trace import timeline_events, write_timeline
+
+__all__ = ["DEVICE_NAMES", "DEVICES", "Device", "find_device", "CollectiveCoster",
+           "IterationResult", "Task", "pipeline_1f1b", "simulate_iteration", "MemoryReport",
+           "StageMemory", "activation_bytes_per_layer", "check_fits", "memory_per_gpu",
+           "stage_layers", "stage_parameters", "MODEL_NAMES", "MODELS", "Transformer",
+           "load_model", "parse_model", "ORDERS", "RECOMPUTE", "Parallelism", "groups",
+           "parse_parallel", "timeline_events", "write_timeline"]

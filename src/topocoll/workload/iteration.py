@@ -1,0 +1,395 @@
+"""One training iteration of a transformer on a fabric: compute, collectives, pipeline.
+
+The model (``docs/design-workload.md``):
+
+- **Compute** per block and micro-batch on one rank: each matrix multiply at the device's
+  efficiency for its size (:meth:`Device.gemm_time`), the attention scores as one batched
+  multiply, and the memory-bound rest (norms, activations, softmax, dropout) as twice the
+  block's activation bytes through device memory (each stored tensor written once and read
+  once); the backward pass is twice the forward; recomputation adds the forward (``full``)
+  or the attention core (``selective``) to the backward.
+- **Collectives** are real schedules: :func:`~topocoll.selection.choose` picks (among
+  ``algorithms``, every applicable one by default) the fastest verified schedule for the
+  group's ranks on the topology, costed by ``model``; one representative group per kind
+  (TP, DP, EP, and the point-to-point pipeline hop) is costed, its members placed by
+  :func:`~topocoll.workload.parallel.groups`.
+  Tensor parallelism: two all-reduces of the block's activations per block forward and two
+  backward (sequence parallelism: all-gathers and reduce-scatters of the same bytes), not
+  overlapped (Megatron-LM). Experts: two all-to-alls per MoE block each way. Pipeline: one
+  activation (forward) and one gradient (backward) per micro-batch and stage boundary,
+  split over the TP ranks (the scatter/gather optimisation of Narayanan et al.). Data
+  parallel: the stage's gradients all-reduced (ZeRO 1-2: reduce-scatter then all-gather of
+  the weights; ZeRO-3 also gathers weights in the forward and backward, overlapped with
+  compute), overlapped with the last micro-batch's backward in buckets (``overlap_dp``).
+- **Pipeline**: plain 1F1B is scheduled exactly, op by op (each stage runs its warm-up
+  forwards, then one forward one backward, then the cool-down backwards; a forward waits
+  for the previous stage's and the hop, a backward for the next stage's); interleaved 1F1B
+  with ``v`` chunks uses the bubble ``(pp - 1) (t_f + t_b) / v`` of Narayanan et al.
+- **Optimizer**: the Adam update streams 16 bytes per (sharded) parameter in and out.
+
+Examples
+--------
+>>> from topocoll.topology.spec import parse_spec
+>>> from topocoll.workload import parse_model, parse_parallel, find_device
+>>> r = simulate_iteration(parse_model("transformer:hidden=1024,ffn=4096,heads=16,layers=4,"
+...                                    "seq=512,vocab=32000"),
+...                        parse_parallel("tp=2,pp=2,dp=2,mb=1,gb=8"), parse_spec("dgx:1"),
+...                        find_device("a100-80g"), algorithms=["ring", "direct"])
+>>> r.iteration_s > r.compute_s > 0 and 0 < r.mfu < 1
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..collective import make_collective
+from ..cost import CostModel
+from ..errors import InputError
+from ..selection import ScheduleCache, choose
+from ..topology import Topology
+from .devices import Device
+from .memory import MemoryReport, check_fits, memory_per_gpu, stage_layers, stage_parameters
+from .models import Transformer
+from .parallel import Parallelism, groups
+
+__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b"]
+
+#: Bytes per activation and gradient element (16-bit training).
+ELEMENT_BYTES = 2
+#: Gradient bucket of the data-parallel overlap (PyTorch DDP's default, 25 MB).
+BUCKET_BYTES = 25e6
+
+
+@dataclass(frozen=True)
+class Task:
+    """One span of the timeline: ``stage``'s ``kind`` (``F``, ``B``, ``dp``, ``opt``) for
+    ``micro`` (-1 for per-iteration work) from ``start`` to ``end`` seconds."""
+
+    stage: int
+    kind: str
+    micro: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class IterationResult:
+    """What one iteration costs (see :func:`simulate_iteration`)."""
+
+    model: str
+    parallel: str
+    topology: str
+    device: str
+    iteration_s: float
+    compute_s: float
+    exposed_comm_s: float
+    bubble_s: float
+    breakdown: dict
+    mfu: float
+    tflops_per_gpu: float
+    memory: MemoryReport
+    collectives: dict
+    tasks: tuple[Task, ...] = field(repr=False, default=())
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory.peak / 2**30
+
+    def to_dict(self) -> dict:
+        """The ``--json`` record."""
+        return {"model": self.model, "parallel": self.parallel, "topology": self.topology,
+                "device": self.device, "iteration_s": self.iteration_s,
+                "compute_s": self.compute_s, "exposed_comm_s": self.exposed_comm_s,
+                "bubble_s": self.bubble_s, "mfu": self.mfu,
+                "tflops_per_gpu": self.tflops_per_gpu, "memory_gib": self.memory_gib,
+                "memory_per_stage_gib": [s.total / 2**30 for s in self.memory.stages],
+                "breakdown": self.breakdown, "collectives": self.collectives}
+
+
+class CollectiveCoster:
+    """Times of collectives on one topology through :func:`choose`, remembered by
+    (kind, ranks, size, root)."""
+
+    def __init__(self, topology: Topology, *, model: CostModel | None = None,
+                 algorithms: Sequence[str] | None = None,
+                 cache: ScheduleCache | None = None) -> None:
+        self.topology = topology
+        self.model = model
+        self.algorithms = list(algorithms) if algorithms is not None else None
+        self.cache = cache
+        self.chosen: dict[str, dict] = {}
+        self._memo: dict[tuple, float] = {}
+
+    def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
+             root: int | None = None) -> float:
+        """Seconds for ``kind`` of ``size`` bytes among ``ranks`` (0 for one rank)."""
+        if len(ranks) < 2 or size <= 0:
+            return 0.0
+        key = (kind, ranks, float(size), root)
+        if key not in self._memo:
+            coll = make_collective(kind, ranks, 1, root)
+            cands = self.algorithms
+            if cands is not None:
+                from ..selection import algorithms_for
+                ok = {a.name for a in algorithms_for(kind)}
+                cands = [a for a in cands if a in ok] or None
+            c = choose(coll, self.topology, size, model=self.model, candidates=cands,
+                       cache=self.cache, keep=1)
+            self._memo[key] = c.best.time
+            self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
+                                  "algorithm": c.best.algorithm, "time_s": c.best.time,
+                                  "bound_s": c.bound.time,
+                                  "bound_fraction": c.bound.time / c.best.time
+                                  if c.best.time else 1.0}
+        return self._memo[key]
+
+
+def _layer_compute(model: Transformer, par: Parallelism, dev: Device) -> tuple[float, float]:
+    """Seconds of one block's forward on one rank for one micro-batch: (multiplies and
+    attention, memory-bound rest); and the attention core alone is recomputed by
+    ``selective``."""
+    b, t, s, h = par.micro_batch, par.tp, model.seq, model.hidden
+    tok = b * s
+    gemms = [2 * tok * h * (h + 2 * model.kv_dim) / t,             # QKV
+             2 * tok * h * h / t]                                    # output projection
+    mlp_mats = 3 if model.gated else 2
+    per_expert_tok = tok * model.top_k / (model.experts if model.moe else 1)
+    n_exp = model.experts / (par.ep if model.moe else 1) if model.moe else 1
+    for _ in range(mlp_mats):
+        gemms.append(2 * per_expert_tok * h * model.ffn / t)
+    mm = sum(dev.gemm_time(f) for f in gemms[:2])
+    mm += n_exp * sum(dev.gemm_time(f) for f in gemms[2:]) if model.moe else sum(
+        dev.gemm_time(f) for f in gemms[2:])
+    attn = dev.gemm_time(b * model.layer_attention_flops() / t)
+    rep, split, scores = model.layer_activation_terms()
+    rd = t if par.sequence_parallel else 1
+    mem = dev.memory_time(2 * b * (rep / rd + split / t + scores / t))
+    return mm + attn, mem
+
+
+def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
+                       device: Device, *, cost_model: CostModel | None = None,
+                       algorithms: Sequence[str] | None = None,
+                       cache: ScheduleCache | None = None, overlap_dp: bool = True,
+                       check_memory: bool = True, timeline: bool = False,
+                       coster: CollectiveCoster | None = None) -> IterationResult:
+    """Time one training iteration of ``model`` under ``par`` on ``topology``.
+
+    Parameters
+    ----------
+    model : Transformer
+    par : Parallelism
+        Its ``world`` must not exceed the topology's ranks (ranks ``0 .. world - 1`` are
+        used, numbered as :mod:`~topocoll.workload.parallel` says).
+    topology : Topology
+    device : Device
+    cost_model : CostModel, optional
+        How collectives are timed (default alpha-beta; :class:`~topocoll.sim.FlowSim`
+        for the flow level).
+    algorithms : sequence of str, optional
+        Candidate algorithms for every collective (default: all that apply).
+    cache : ScheduleCache, optional
+    overlap_dp : bool
+        Overlap the data-parallel gradient reduction with the last backward (buckets).
+    check_memory : bool
+        Refuse a configuration that does not fit in the device's memory.
+    timeline : bool
+        Keep every :class:`Task` (for :func:`~topocoll.workload.trace.write_timeline`).
+
+    Returns
+    -------
+    IterationResult
+
+    Raises
+    ------
+    InputError
+        If the configuration does not fit the topology, the model or the memory.
+    """
+    if par.world > topology.num_ranks:
+        raise InputError(f"--parallel uses {par.world} ranks but {topology.name} has "
+                         f"{topology.num_ranks}", item="--parallel")
+    if model.heads % par.tp:
+        raise InputError(f"tp={par.tp} must divide the model's {model.heads} heads",
+                         item="tp")
+    if model.moe and model.experts % par.ep:
+        raise InputError(f"ep={par.ep} must divide the model's {model.experts} experts",
+                         item="ep")
+    if not model.moe and par.ep > 1:
+        raise InputError("ep > 1 needs a mixture-of-experts model", item="ep")
+    mem = memory_per_gpu(model, par)
+    if check_memory:
+        check_fits(mem, device)
+    cc = coster or CollectiveCoster(topology, model=cost_model, algorithms=algorithms,
+                                    cache=cache)
+    b, s, h, t = par.micro_batch, model.seq, model.hidden, par.tp
+    m = par.micro_batches
+    act = ELEMENT_BYTES * b * s * h          # one micro-batch's hidden states
+
+    # -- per block -------------------------------------------------------------------------
+    mm, mem_t = _layer_compute(model, par, device)
+    f_block = mm + mem_t
+    tp_ranks = groups(par, "tp")[0]
+    if par.sequence_parallel and t > 1:
+        tp_one = (cc.time("tp allgather", "allgather", tp_ranks, act)
+                  + cc.time("tp reduce_scatter", "reduce_scatter", tp_ranks, act))
+    else:
+        tp_one = cc.time("tp allreduce", "allreduce", tp_ranks, act)
+    tp_block = 2 * tp_one                    # per block, each direction
+    ep_block = 0.0
+    if model.moe and par.ep > 1:
+        ep_ranks = groups(par, "ep")[0]
+        ep_block = 2 * cc.time("ep alltoall", "alltoall", ep_ranks,
+                               act * model.top_k / t)
+    recompute_extra = 0.0
+    recompute_comm = 0.0
+    if par.recompute == "full":
+        recompute_extra, recompute_comm = f_block, tp_block + ep_block
+    elif par.recompute == "selective":
+        rep, split, scores = model.layer_activation_terms()
+        recompute_extra = (device.gemm_time(b * model.layer_attention_flops() / t)
+                           + device.memory_time(2 * b * scores / t))
+    # logits on the last stage, embedding lookup on the first (memory-bound)
+    logit = device.gemm_time(b * model.logit_flops() / t) + device.memory_time(
+        6 * b * s * model.vocab / t)
+    embed = device.memory_time(2 * act / t)
+
+    # -- pipeline --------------------------------------------------------------------------
+    layers = stage_layers(model, par)
+    pp_ranks = groups(par, "pp")[0]
+    hop = 0.0
+    if par.pp > 1:
+        hop = cc.time("pp send", "broadcast", (pp_ranks[0], pp_ranks[1]), act / t,
+                      root=pp_ranks[0])
+    fwd = []
+    bwd = []
+    comp = []
+    for st in range(par.pp):
+        n = layers[st]
+        extra_f = (embed if st == 0 else 0.0) + (logit if st == par.pp - 1 else 0.0)
+        cf = n * f_block + extra_f
+        cb = 2 * cf + n * recompute_extra
+        fwd.append(cf + n * (tp_block + ep_block))
+        bwd.append(cb + n * (tp_block + ep_block + recompute_comm))
+        comp.append(cf + cb)
+    tasks: list[Task] = []
+    if par.interleave > 1:
+        v = par.interleave
+        per = [fwd[i] + bwd[i] for i in range(par.pp)]
+        slow = max(range(par.pp), key=lambda i: per[i])
+        pipe_end = [m * per[slow] + (par.pp - 1) * per[slow] / v
+                    + 2 * (par.pp - 1) * hop * v] * par.pp
+    else:
+        pipe_end = pipeline_1f1b(par.pp, m, fwd, bwd, hop, tasks if timeline else None)
+
+    # -- data parallel and optimizer -------------------------------------------------------
+    dp_ranks = groups(par, "dp")[0]
+    finish = []
+    dp_exposed_all = []
+    for st in range(par.pp):
+        p = stage_parameters(model, par, st)
+        g = ELEMENT_BYTES * p
+        if par.zero >= 1:
+            t_dp = (cc.time(f"dp reduce_scatter stage {st}", "reduce_scatter", dp_ranks, g)
+                    + cc.time(f"dp allgather stage {st}", "allgather", dp_ranks, g))
+        else:
+            t_dp = cc.time(f"dp allreduce stage {st}", "allreduce", dp_ranks, g)
+        if par.zero >= 3 and par.dp > 1:   # weights gathered per micro-batch, fwd and bwd
+            ag = cc.time(f"dp allgather stage {st}", "allgather", dp_ranks, g)
+            t_dp += 2 * m * max(0.0, ag - comp[st] / 2)
+        if overlap_dp and par.dp > 1:
+            last = min(t_dp, t_dp * BUCKET_BYTES / g) if g > 0 else 0.0
+            exposed = max(t_dp - bwd[st], last)
+        else:
+            exposed = t_dp
+        shard = p / (par.dp if par.zero >= 1 else 1)
+        opt = device.memory_time(2 * 16 * shard)
+        end = pipe_end[st] + exposed + opt
+        if timeline:
+            tasks.append(Task(st, "dp", -1, pipe_end[st], pipe_end[st] + exposed))
+            tasks.append(Task(st, "opt", -1, pipe_end[st] + exposed, end))
+        finish.append(end)
+        dp_exposed_all.append((exposed, opt))
+    crit = max(range(par.pp), key=lambda i: finish[i])
+    iteration = finish[crit]
+    n = layers[crit]
+    compute = m * comp[crit] + dp_exposed_all[crit][1]
+    passes = 3 if par.recompute == "full" else 2   # forward, backward, recomputed forward
+    tp_total = m * n * passes * tp_block
+    ep_total = m * n * passes * ep_block
+    pp_total = 2 * m * hop if par.pp > 1 else 0.0
+    dp_total = dp_exposed_all[crit][0]
+    exposed = tp_total + ep_total + pp_total + dp_total
+    bubble = max(0.0, iteration - compute - exposed)
+    flops_model = 3 * model.forward_flops() * par.global_batch
+    flops_hw = model.training_flops(par.recompute) * par.global_batch
+    world = par.world
+    return IterationResult(
+        model=model.name, parallel=par.label(), topology=topology.name, device=device.name,
+        iteration_s=iteration, compute_s=compute, exposed_comm_s=exposed, bubble_s=bubble,
+        breakdown={"compute_s": compute, "tp_s": tp_total, "ep_s": ep_total,
+                   "pp_s": pp_total, "dp_exposed_s": dp_total,
+                   "optimizer_s": dp_exposed_all[crit][1], "bubble_s": bubble,
+                   "critical_stage": crit},
+        mfu=flops_model / (iteration * world * device.peak_flops),
+        tflops_per_gpu=flops_hw / (iteration * world) / 1e12,
+        memory=mem, collectives=dict(cc.chosen), tasks=tuple(tasks))
+
+
+def pipeline_1f1b(pp: int, m: int, fwd: Sequence[float], bwd: Sequence[float], hop: float,
+                  tasks: list[Task] | None = None) -> list[float]:
+    """Finish time of every stage under 1F1B (PipeDream-Flush), scheduled op by op.
+
+    Stage ``s`` runs ``min(pp - s - 1, m)`` warm-up forwards, then alternates one forward
+    and one backward, then the remaining backwards; a forward of micro-batch ``j`` waits
+    for stage ``s - 1``'s forward of ``j`` plus ``hop``, a backward for stage ``s + 1``'s
+    backward of ``j`` plus ``hop`` (the last stage: its own forward). ``tasks``, when
+    given, receives every op.
+
+    Examples
+    --------
+    >>> pipeline_1f1b(4, 8, [1.0] * 4, [2.0] * 4, 0.0)[0]   # (m + pp - 1) (f + b)
+    33.0
+    """
+    orders = []
+    for st in range(pp):
+        warm = min(pp - st - 1, m)
+        seq = [("F", j) for j in range(warm)]
+        f, bb = warm, 0
+        while bb < m:
+            if f < m:
+                seq.append(("F", f))
+                f += 1
+            seq.append(("B", bb))
+            bb += 1
+        orders.append(seq)
+    done: dict[tuple[str, int, int], float] = {}
+    pos = [0] * pp
+    free = [0.0] * pp
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for st in range(pp):
+            while pos[st] < len(orders[st]):
+                kind, j = orders[st][pos[st]]
+                if kind == "F":
+                    dep = 0.0 if st == 0 else done.get(("F", st - 1, j))
+                    dep = dep if dep is None or st == 0 else dep + hop
+                else:
+                    dep = done.get(("F", st, j)) if st == pp - 1 else done.get(("B", st + 1, j))
+                    dep = dep if dep is None or st == pp - 1 else dep + hop
+                if dep is None:
+                    break
+                start = max(free[st], dep)
+                end = start + (fwd[st] if kind == "F" else bwd[st])
+                done[(kind, st, j)] = end
+                free[st] = end
+                if tasks is not None:
+                    tasks.append(Task(st, kind, j, start, end))
+                pos[st] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:   # pragma: no cover - the 1F1B order has no cycle
+            raise RuntimeError("1F1B schedule deadlocked")
+    return free
