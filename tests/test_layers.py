@@ -38,7 +38,8 @@ ALLOWED: dict[str, set[str] | None] = {
     "testbed": _MODEL | {"optimum", "cost", "sim", "synth", "selection", "verification",
                          "runtime"},
     "workload": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim"},
-    "studies": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim"},
+    "studies": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim",
+                         "workload"},
     "cli": None,
     "__main__": None,    # python -m topocoll: the command line
 }

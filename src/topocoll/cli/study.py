@@ -14,7 +14,7 @@ __all__ = ["study"]
 
 @app.command()
 @handle_errors
-def study(name: Annotated[str, typer.Argument(help="Study to run: swing.")],
+def study(name: Annotated[str, typer.Argument(help="Study to run: swing or validation.")],
           output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the "
                                                "results page, JSON and figures.")]
           = Path("docs/studies"),
@@ -23,9 +23,16 @@ def study(name: Annotated[str, typer.Argument(help="Study to run: swing.")],
           = None,
           routing: Annotated[str, typer.Option(help="spray (even split over minimal paths) "
                                                "or shortest (dimension order).")] = "spray",
+          rows: Annotated[str | None, typer.Option(
+              help="validation: rows of SC'21 Table 1 to run, 1-based and comma-separated "
+                   "(default: all ten).")] = None,
           as_json: JsonOpt = False) -> None:
     """Regenerate a paper reproduction (tables, JSON and figures)."""
     from rich.progress import Progress
+
+    if name == "validation":
+        _validation(output, rows, as_json)
+        return
 
     from ..errors import NotSupportedError
     from ..studies.swing import (
@@ -37,7 +44,7 @@ def study(name: Annotated[str, typer.Argument(help="Study to run: swing.")],
     )
 
     if name != "swing":
-        raise NotSupportedError(f"unknown study {name!r} (available: swing)")
+        raise NotSupportedError(f"unknown study {name!r} (available: swing, validation)")
     if routing not in ("spray", "shortest", "ecmp"):
         raise NotSupportedError(f"routing must be spray, shortest or ecmp, got {routing!r}")
     setup = StudySetup(routing=routing)
@@ -60,4 +67,49 @@ def study(name: Annotated[str, typer.Argument(help="Study to run: swing.")],
         out.print(f"{r.topology.label}: swing speedup over the best other algorithm "
                   f"{sp.min():.2f}x..{sp.max():.2f}x (at 32 B: {sp[0]:.2f}x over {names[0]})",
                   highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _validation(output: Path, rows: str | None, as_json: bool) -> None:
+    from ..errors import InputError
+    from ..studies.validation import (
+        SC21_TABLE1,
+        calibrate_gemm,
+        mean_abs_error,
+        run_validation,
+        write_validation,
+    )
+    from ..workload import find_device
+
+    picked = None
+    if rows:
+        try:
+            picked = [int(x) - 1 for x in rows.split(",") if x.strip()]
+        except ValueError:
+            raise InputError(f"--rows must be row numbers like 1,2,5, got {rows!r}",
+                             item="--rows") from None
+        bad = [i + 1 for i in picked if not 0 <= i < len(SC21_TABLE1)]
+        if bad or not picked:
+            raise InputError(f"--rows: Table 1 has rows 1..{len(SC21_TABLE1)}, got {rows!r}",
+                             item="--rows")
+    dev = find_device("a100-80g")
+    plain = run_validation(picked, device=dev)
+    cal_row = picked[0] if picked else 0
+    cdev = calibrate_gemm(cal_row, device=dev)
+    cal = run_validation(picked, device=cdev)
+    paths = write_validation(output, plain, cal, dev, cdev,
+                             calibration_row=(picked or list(range(len(SC21_TABLE1))))
+                             .index(cal_row))
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    for a, b in zip(plain, cal, strict=True):
+        out.print(f"{a.params_b:7.1f}B {a.parallel:44s} paper {a.paper_tflops:4.0f}  ours "
+                  f"{a.tflops:6.1f} ({100 * a.error:+5.1f}%)  calibrated {b.tflops:6.1f} "
+                  f"({100 * b.error:+5.1f}%)", highlight=False)
+    others = [b for b in cal if b is not cal[(picked or [0]).index(cal_row)]]
+    out.print(f"mean |error|: {100 * mean_abs_error(plain):.1f}% with data-sheet constants; "
+              f"{100 * mean_abs_error(others):.1f}% on the other rows with gemm_max "
+              f"{cdev.gemm_max:.3f} fitted on row {cal_row + 1}" if others else "",
+              highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)

@@ -65,6 +65,10 @@ def train(
     no_overlap: Annotated[bool, typer.Option(
         "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
         = False,
+    search: Annotated[bool, typer.Option(
+        "--search", help="Rank every TP x PP x DP factorization of --gpus with recompute "
+                         "none/selective/full and ZeRO 0/1 (--parallel ignored).")] = False,
+    top: Annotated[int, typer.Option(help="--search: configurations shown.")] = 10,
     trace: Annotated[str | None, typer.Option(
         help="Write the pipeline timeline as a Perfetto trace JSON.")] = None,
     no_cache: NoCacheOpt = False,
@@ -97,11 +101,18 @@ def train(
                 mdl.name + ("," if ":" in mdl.name else ":") + f"seq={seq}")
         mdl = replace(renamed, name=name)
     trace_path = output_path(Path(trace), (".json",)) if trace else None
+    if top < 1:
+        raise InputError(f"--top must be at least 1, got {top}", item="--top")
     t = load_topo(topology)
     world = t.num_ranks if gpus is None else gpus
     if not 1 <= world <= t.num_ranks:
         raise InputError(f"--gpus must be 1..{t.num_ranks} on {t.name}, got {world}",
                          item="--gpus")
+    cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
+    if search:
+        _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top,
+                schedule_cache(no_cache), as_json)
+        return
     base = parse_parallel(parallel, micro_batch=micro_batch, recompute=recompute,
                           zero=zero, sequence_parallel=sequence_parallel,
                           interleave=interleave)
@@ -116,7 +127,6 @@ def train(
                          f"{world}", item="--parallel")
     if global_batch is not None:
         base = base.with_(global_batch=global_batch)
-    cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
     r = simulate_iteration(mdl, base, t, dev, cost_model=cm, algorithms=cands,
                            cache=schedule_cache(no_cache), overlap_dp=not no_overlap,
                            timeline=trace_path is not None)
@@ -148,3 +158,36 @@ def train(
                   highlight=False)
     if trace_path is not None:
         out.print(f"timeline written to {trace_path}", highlight=False)
+
+
+def _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top, cache,
+            as_json) -> None:
+    from rich.progress import Progress
+
+    from ..workload import search_parallelism
+    from .app import err
+
+    gb = global_batch or world
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("parallelism search", total=None)
+        res = search_parallelism(mdl, world, t, dev, global_batch=gb,
+                                 micro_batches=(micro_batch,), cost_model=cm,
+                                 algorithms=cands, cache=cache,
+                                 progress=lambda i, n: bar.update(task, completed=i, total=n))
+    if as_json:
+        print_json({"model": mdl.name, "topology": t.name, "gpus": world,
+                    "enumerated": res.enumerated, "pruned_memory": res.pruned_memory,
+                    "ranked": [p.result.to_dict() for p in res.ranked[:top]]})
+        return
+    best = res.best
+    tab = Table(title=f"{mdl.name} on {t.name}: {world} x {dev.name}, global batch {gb} "
+                      f"({res.evaluated} of {res.enumerated} configurations fit)")
+    for c in ("parallelism", "iteration", "MFU", "exposed comm", "bubble", "memory"):
+        tab.add_column(c, justify="left" if c == "parallelism" else "right")
+    for p in res.ranked[:top]:
+        r = p.result
+        tab.add_row(r.parallel, f"{r.iteration_s:.4g}s", f"{100 * r.mfu:.1f}%",
+                    f"{r.exposed_comm_s:.3g}s", f"{r.bubble_s:.3g}s",
+                    f"{r.memory_gib:.1f} GiB")
+    out.print(tab)
+    out.print(f"best: {best.result.parallel}", highlight=False)

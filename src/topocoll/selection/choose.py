@@ -68,9 +68,10 @@ class Choice:
     ranked : tuple of Candidate
         Every algorithm that applied, verified ones first, fastest first (one entry per
         algorithm, with its best option set).
-    bound : Bound
+    bound : Bound or None
         The strongest proven lower bound on any schedule's time
-        (:func:`topocoll.optimum.lower_bound`).
+        (:func:`topocoll.optimum.lower_bound`); None when :func:`choose` was asked not to
+        prove it (``bound=False``).
     skipped : tuple of (str, str)
         Algorithms not evaluated and why.
     """
@@ -78,7 +79,7 @@ class Choice:
     collective: Collective
     size: float
     ranked: tuple[Candidate, ...]
-    bound: Bound
+    bound: Bound | None
     skipped: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -102,8 +103,11 @@ class Choice:
         return self.best.result.time
 
     @property
-    def bound_fraction(self) -> float:
-        """``bound / time``: 1.0 means provably optimal under the cost model."""
+    def bound_fraction(self) -> float | None:
+        """``bound / time``: 1.0 means provably optimal under the cost model (None without
+        a bound)."""
+        if self.bound is None:
+            return None
         return self.bound.time / self.time if self.time > 0 else 1.0
 
     @property
@@ -115,7 +119,7 @@ class Choice:
 def choose(collective: Collective | str, topology: Topology, size: float, *,
            model: CostModel | None = None, candidates: Sequence[str] | None = None,
            cache: ScheduleCache | None = None, keep: int = 3,
-           max_route_entries: float = MAX_ROUTE_ENTRIES) -> Choice:
+           max_route_entries: float = MAX_ROUTE_ENTRIES, bound: bool = True) -> Choice:
     """The fastest verified schedule of ``collective`` on ``topology`` at ``size`` bytes.
 
     Parameters
@@ -137,6 +141,10 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
         result and options).
     max_route_entries : float
         See :func:`~topocoll.selection.compare.evaluate_candidates`.
+    bound : bool
+        Prove the lower bound too (the exact cut is the costly part on large fabrics;
+        callers that only need the fastest schedule, such as a parallelism search, pass
+        False).
 
     Returns
     -------
@@ -195,5 +203,5 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
                              ev.schedule if i < keep else None)
                    for i, (_, ev) in enumerate(order))
     coll = make_collective(collective.kind, collective.ranks, 1, collective.root)
-    return Choice(collective, size, ranked, lower_bound(coll, topology, size),
-                  tuple(skipped))
+    return Choice(collective, size, ranked,
+                  lower_bound(coll, topology, size) if bound else None, tuple(skipped))

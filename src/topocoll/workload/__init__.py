@@ -14,6 +14,7 @@ from .memory import (
 )
 from .models import MODEL_NAMES, MODELS, Transformer, load_model, parse_model
 from .parallel import ORDERS, RECOMPUTE, Parallelism, groups, parse_parallel
+from .search import SearchPoint, SearchResult, candidate_parallelisms, search_parallelism
 from .trace import timeline_events, write_timeline
 
 __all__ = ["DEVICE_NAMES", "DEVICES", "Device", "find_device", "CollectiveCoster",
@@ -21,4 +22,5 @@ __all__ = ["DEVICE_NAMES", "DEVICES", "Device", "find_device", "CollectiveCoster
            "StageMemory", "activation_bytes_per_layer", "check_fits", "memory_per_gpu",
            "stage_layers", "stage_parameters", "MODEL_NAMES", "MODELS", "Transformer",
            "load_model", "parse_model", "ORDERS", "RECOMPUTE", "Parallelism", "groups",
-           "parse_parallel", "timeline_events", "write_timeline"]
+           "parse_parallel", "timeline_events", "write_timeline", "SearchPoint",
+           "SearchResult", "candidate_parallelisms", "search_parallelism"]

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..collective import make_collective
-from ..cost import CostModel
+from ..cost import AlphaBeta, CostModel
 from ..errors import InputError
 from ..selection import ScheduleCache, choose
 from ..topology import Topology
@@ -114,35 +114,37 @@ class CollectiveCoster:
 
     def __init__(self, topology: Topology, *, model: CostModel | None = None,
                  algorithms: Sequence[str] | None = None,
-                 cache: ScheduleCache | None = None) -> None:
+                 cache: ScheduleCache | None = None, bounds: bool = True) -> None:
         self.topology = topology
-        self.model = model
+        self.bounds = bounds
+        # without bounds, the alpha-beta model need not attach one to every candidate
+        self.model = model if model is not None or bounds else AlphaBeta(bound=False)
         self.algorithms = list(algorithms) if algorithms is not None else None
         self.cache = cache
         self.chosen: dict[str, dict] = {}
         self._memo: dict[tuple, float] = {}
 
     def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
-             root: int | None = None) -> float:
-        """Seconds for ``kind`` of ``size`` bytes among ``ranks`` (0 for one rank)."""
+             root: int | None = None, algorithms: Sequence[str] | None = None) -> float:
+        """Seconds for ``kind`` of ``size`` bytes among ``ranks`` (0 for one rank);
+        ``algorithms`` overrides the coster's candidates for this call."""
         if len(ranks) < 2 or size <= 0:
             return 0.0
         key = (kind, ranks, float(size), root)
         if key not in self._memo:
             coll = make_collective(kind, ranks, 1, root)
-            cands = self.algorithms
+            cands = list(algorithms) if algorithms is not None else self.algorithms
             if cands is not None:
                 from ..selection import algorithms_for
                 ok = {a.name for a in algorithms_for(kind)}
                 cands = [a for a in cands if a in ok] or None
             c = choose(coll, self.topology, size, model=self.model, candidates=cands,
-                       cache=self.cache, keep=1)
+                       cache=self.cache, keep=1, bound=self.bounds)
             self._memo[key] = c.best.time
             self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
                                   "algorithm": c.best.algorithm, "time_s": c.best.time,
-                                  "bound_s": c.bound.time,
-                                  "bound_fraction": c.bound.time / c.best.time
-                                  if c.best.time else 1.0}
+                                  "bound_s": c.bound.time if c.bound else None,
+                                  "bound_fraction": c.bound_fraction}
         return self._memo[key]
 
 
@@ -260,8 +262,9 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     pp_ranks = groups(par, "pp")[0]
     hop = 0.0
     if par.pp > 1:
+        # a point-to-point send: the two-rank broadcast, one transfer on the route
         hop = cc.time("pp send", "broadcast", (pp_ranks[0], pp_ranks[1]), act / t,
-                      root=pp_ranks[0])
+                      root=pp_ranks[0], algorithms=["binomial_tree"])
     fwd = []
     bwd = []
     comp = []
@@ -321,7 +324,9 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     pp_total = 2 * m * hop if par.pp > 1 else 0.0
     dp_total = dp_exposed_all[crit][0]
     exposed = tp_total + ep_total + pp_total + dp_total
-    bubble = max(0.0, iteration - compute - exposed)
+    bubble = iteration - compute - exposed
+    if bubble < 1e-9 * iteration:     # rounding of the sums: no bubble
+        bubble = 0.0
     flops_model = 3 * model.forward_flops() * par.global_batch
     flops_hw = model.training_flops(par.recompute) * par.global_batch
     world = par.world
