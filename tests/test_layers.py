@@ -38,8 +38,10 @@ ALLOWED: dict[str, set[str] | None] = {
     "testbed": _MODEL | {"optimum", "cost", "sim", "synth", "selection", "verification",
                          "runtime"},
     "workload": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim"},
+    "fabric": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim",
+                        "workload"},
     "studies": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim",
-                         "workload"},
+                         "workload", "fabric"},
     "cli": None,
     "__main__": None,    # python -m topocoll: the command line
 }

@@ -39,3 +39,16 @@ def test_train_table_names_model_fabric_and_collectives():
     assert r.exit_code == 0, r.output
     assert "seq=256" in r.stdout and "dgx:1" in r.stdout and "tp allreduce: ring" in r.stdout
     assert "MFU" in r.stdout
+
+
+def test_train_without_bounds_and_with_the_flow_backend():
+    r = runner.invoke(app, ["train", "-m", TINY, "-p", "tp=4,pp=1", "-t", "dgx:1",
+                            "-a", "ring", "--no-bounds"])
+    assert r.exit_code == 0, r.output
+    assert "tp allreduce: ring" in r.stdout and "of bound" not in r.stdout
+    a = json.loads(runner.invoke(app, ["train", "-m", TINY, "-p", "tp=4,pp=1", "-t", "dgx:1",
+                                       "-a", "ring", "--json"]).stdout)
+    f = json.loads(runner.invoke(app, ["train", "-m", TINY, "-p", "tp=4,pp=1", "-t", "dgx:1",
+                                       "-a", "ring", "-b", "flow", "--json"]).stdout)
+    # one ring in one box: the flow level and alpha-beta agree without contention
+    assert f["iteration_s"] == __import__("pytest").approx(a["iteration_s"], rel=0.02)

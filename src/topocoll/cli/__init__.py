@@ -10,6 +10,7 @@ from . import (
     compare,
     demo,
     export,
+    libra,
     listing,
     schedules,
     simulate,
@@ -21,7 +22,7 @@ from . import (
 from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
-           "study", "testbed", "topology", "train"]
+           "study", "testbed", "topology", "train", "libra"]
 
 
 def main() -> None:

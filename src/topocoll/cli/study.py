@@ -14,7 +14,8 @@ __all__ = ["study"]
 
 @app.command()
 @handle_errors
-def study(name: Annotated[str, typer.Argument(help="Study to run: swing or validation.")],
+def study(name: Annotated[str, typer.Argument(
+              help="Study to run: swing, validation or libra.")],
           output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the "
                                                "results page, JSON and figures.")]
           = Path("docs/studies"),
@@ -33,6 +34,9 @@ def study(name: Annotated[str, typer.Argument(help="Study to run: swing or valid
     if name == "validation":
         _validation(output, rows, as_json)
         return
+    if name == "libra":
+        _libra(output, as_json)
+        return
 
     from ..errors import NotSupportedError
     from ..studies.swing import (
@@ -44,7 +48,8 @@ def study(name: Annotated[str, typer.Argument(help="Study to run: swing or valid
     )
 
     if name != "swing":
-        raise NotSupportedError(f"unknown study {name!r} (available: swing, validation)")
+        raise NotSupportedError(f"unknown study {name!r} (available: swing, validation, "
+                                f"libra)")
     if routing not in ("spray", "shortest", "ecmp"):
         raise NotSupportedError(f"routing must be spray, shortest or ecmp, got {routing!r}")
     setup = StudySetup(routing=routing)
@@ -112,4 +117,20 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
               f"{100 * mean_abs_error(others):.1f}% on the other rows with gemm_max "
               f"{cdev.gemm_max:.3f} fitted on row {cal_row + 1}" if others else "",
               highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _libra(output: Path, as_json: bool) -> None:
+    from ..studies.libra import run_libra_study, write_libra_study
+
+    cases = run_libra_study()
+    paths = write_libra_study(output, cases)
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    for c in cases:
+        out.print(f"{c.network} {c.workload:26s} {c.objective:14s} "
+                  f"B = {' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} GB/s  "
+                  f"{c.time_s:.4g} s (equal split {c.equal_time_s:.4g} s, speedup "
+                  f"{c.speedup:.3f}), ${c.cost_usd / 1e6:.2f}M", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)

@@ -62,6 +62,9 @@ def train(
     algorithms: Annotated[str | None, typer.Option(
         "--algorithms", "-a", help="Comma-separated candidate algorithms for every "
                                    "collective (default: every one that applies).")] = None,
+    no_bounds: Annotated[bool, typer.Option(
+        "--no-bounds", help="Do not prove each collective's lower bound (faster on large "
+                            "fabrics; the %% of bound is then not shown).")] = False,
     no_overlap: Annotated[bool, typer.Option(
         "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
         = False,
@@ -127,9 +130,13 @@ def train(
                          f"{world}", item="--parallel")
     if global_batch is not None:
         base = base.with_(global_batch=global_batch)
-    r = simulate_iteration(mdl, base, t, dev, cost_model=cm, algorithms=cands,
-                           cache=schedule_cache(no_cache), overlap_dp=not no_overlap,
-                           timeline=trace_path is not None)
+    from ..workload import CollectiveCoster
+
+    coster = CollectiveCoster(t, model=None if backend == "analytical" and no_bounds else cm,
+                              algorithms=cands, cache=schedule_cache(no_cache),
+                              bounds=not no_bounds)
+    r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap,
+                           timeline=trace_path is not None, coster=coster)
     if trace_path is not None:
         write_timeline(r.tasks, trace_path)
     if as_json:
@@ -153,9 +160,10 @@ def train(
               f"{r.memory_gib:.1f} GiB per GPU (stage {r.memory.peak_stage.stage})",
               highlight=False)
     for label, c in r.collectives.items():
+        frac = (f" ({100 * c['bound_fraction']:.1f}% of bound)"
+                if c["bound_fraction"] is not None else "")
         out.print(f"  {label}: {c['algorithm']} on {c['ranks']} ranks, "
-                  f"{c['time_s'] * 1e3:.4g} ms ({100 * c['bound_fraction']:.1f}% of bound)",
-                  highlight=False)
+                  f"{c['time_s'] * 1e3:.4g} ms{frac}", highlight=False)
     if trace_path is not None:
         out.print(f"timeline written to {trace_path}", highlight=False)
 

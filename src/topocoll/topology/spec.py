@@ -77,7 +77,7 @@ from .hierarchical import multi_dim
 from .io import read_astra_network, read_mapping, topology_from_dict
 
 __all__ = ["parse_spec", "load_topology", "canonical_name", "GENERATOR_NAMES",
-           "GENERATOR_USAGE"]
+           "GENERATOR_USAGE", "parse_dims"]
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -171,6 +171,30 @@ def _dims(v: Any) -> list[tuple]:
         if text[pos] != "x":
             raise ValueError(f"expected 'x' between dimensions at {text[pos:]!r}")
         pos += 1
+
+
+def parse_dims(spec: str) -> list[tuple[str, int]]:
+    """The dimensions of a ``hier:`` spec as ``(kind, size)`` pairs, innermost first,
+    without building the topology (kinds: ``ring``, ``line``, ``fully_connected``,
+    ``switch``).
+
+    Examples
+    --------
+    >>> parse_dims("hier:ring(4)x fc(8,100GB/s)x switch(32)")
+    [('ring', 4), ('fully_connected', 8), ('switch', 32)]
+    """
+    head, _, rest = str(spec).strip().partition(":")
+    if head.strip().lower() != "hier" or not rest.strip():
+        raise TopologyError(f"expected a hier: spec, got {spec!r}", item="spec")
+    try:
+        dims = _dims(rest)
+    except ValueError as e:
+        raise TopologyError(f"bad hier spec {spec!r}: {e}", item="option 'dims'") from None
+    for kind, size, _, _ in dims:
+        if size < 2:
+            raise TopologyError(f"dimension {kind}({size}): size must be at least 2",
+                                item=f"dim size {size!r}")
+    return [(kind, size) for kind, size, _, _ in dims]
 
 
 # --------------------------------------------------------------------- the generators

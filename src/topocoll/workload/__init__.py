@@ -2,7 +2,14 @@
 (``docs/design-workload.md``)."""
 
 from .devices import DEVICE_NAMES, DEVICES, Device, find_device
-from .iteration import CollectiveCoster, IterationResult, Task, pipeline_1f1b, simulate_iteration
+from .iteration import (
+    CollectiveCoster,
+    IterationResult,
+    Task,
+    block_compute_time,
+    pipeline_1f1b,
+    simulate_iteration,
+)
 from .memory import (
     MemoryReport,
     StageMemory,
@@ -17,7 +24,8 @@ from .parallel import ORDERS, RECOMPUTE, Parallelism, groups, parse_parallel
 from .search import SearchPoint, SearchResult, candidate_parallelisms, search_parallelism
 from .trace import timeline_events, write_timeline
 
-__all__ = ["DEVICE_NAMES", "DEVICES", "Device", "find_device", "CollectiveCoster",
+__all__ = ["block_compute_time", "DEVICE_NAMES", "DEVICES", "Device", "find_device",
+           "CollectiveCoster",
            "IterationResult", "Task", "pipeline_1f1b", "simulate_iteration", "MemoryReport",
            "StageMemory", "activation_bytes_per_layer", "check_fits", "memory_per_gpu",
            "stage_layers", "stage_parameters", "MODEL_NAMES", "MODELS", "Transformer",

@@ -54,7 +54,8 @@ from .memory import MemoryReport, check_fits, memory_per_gpu, stage_layers, stag
 from .models import Transformer
 from .parallel import Parallelism, groups
 
-__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b"]
+__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b",
+           "block_compute_time"]
 
 #: Bytes per activation and gradient element (16-bit training).
 ELEMENT_BYTES = 2
@@ -146,6 +147,13 @@ class CollectiveCoster:
                                   "bound_s": c.bound.time if c.bound else None,
                                   "bound_fraction": c.bound_fraction}
         return self._memo[key]
+
+
+def block_compute_time(model: Transformer, par: Parallelism, device: Device) -> float:
+    """Seconds of one block's forward on one rank for one micro-batch (multiplies,
+    attention and the memory-bound rest; the backward is twice this)."""
+    mm, mem = _layer_compute(model, par, device)
+    return mm + mem
 
 
 def _layer_compute(model: Transformer, par: Parallelism, dev: Device) -> tuple[float, float]:

@@ -1,0 +1,102 @@
+"""Benchmark: training-iteration simulation, parallelism search and LIBRA (issues 18, 19).
+
+Prints one table row per target. Run with::
+
+    .venv/bin/python benchmarks/bench_workload.py [--skip-search]
+
+Targets: GPT-3 175B on 1024 GPUs (TP 8, PP 8, DP 16) on ``dgx-a100:128`` analytical in
+under 1 s (library, warm process) and under 5 s from the command line; the ASTRA-sim case
+(GPT-3 175B on 64 NPUs under one switch) under 5 s with workload generation; parallelism
+search over every factorization of 1024 GPUs under 60 s; LIBRA's 4-D 4096-NPU GPT-3 case
+solved in under 0.1 s (solver) and under 2 s from the command line; a 50-point Pareto
+curve under 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ALGOS = ["ring", "double_binary_tree", "bidirectional_ring", "direct"]
+
+
+def _cli(args: list[str]) -> float:
+    env = {**os.environ, "TOPOCOLL_CACHE": tempfile.mkdtemp(prefix="bench-wl-")}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "topocoll", *args, "--json"], env=env, check=True,
+                   capture_output=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--skip-search", action="store_true")
+    a = ap.parse_args()
+    from topocoll.fabric import pareto, parse_network, solve, workload_from_model
+    from topocoll.topology.spec import parse_spec
+    from topocoll.workload import (
+        CollectiveCoster,
+        find_device,
+        parse_model,
+        parse_parallel,
+        search_parallelism,
+        simulate_iteration,
+    )
+
+    rows = []
+    gpt3 = parse_model("gpt3-175b")
+    a100 = find_device("a100-80g")
+    par = parse_parallel("tp=8,pp=8,dp=16,mb=1,gb=1536,recompute=full")
+    topo = parse_spec("dgx-a100:128")
+    t0 = time.perf_counter()
+    simulate_iteration(gpt3, par, topo, a100, algorithms=ALGOS)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    simulate_iteration(gpt3, par, topo, a100,
+                       coster=CollectiveCoster(topo, algorithms=ALGOS))
+    warm = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    simulate_iteration(gpt3, par, topo, a100,
+                       coster=CollectiveCoster(topo, algorithms=ALGOS, bounds=False))
+    nobound = time.perf_counter() - t0
+    rows += [("GPT-3 175B, 1024 GPUs, analytical, first call in the process", cold, 1.0),
+             ("same, warm process (new coster, bounds proved)", warm, 1.0),
+             ("same, warm process, no bounds (what --search uses)", nobound, 1.0)]
+    rows.append(("same from the command line (-a ring,...)", _cli(
+        ["train", "-m", "gpt3-175b", "-t", "dgx-a100:128", "-p", "tp=8,pp=8,dp=16",
+         "--global-batch", "1536", "--recompute", "full", "-a", ",".join(ALGOS)]), 5.0))
+    rows.append(("ASTRA-sim case: GPT-3 175B on 64 NPUs, one switch (CLI)", _cli(
+        ["train", "-m", "gpt3-175b", "-t", "hier:switch(64)", "-p", "tp=8,pp=8,dp=1",
+         "--global-batch", "64", "--recompute", "full", "-a", ",".join(ALGOS)]), 5.0))
+    if not a.skip_search:
+        t0 = time.perf_counter()
+        res = search_parallelism(gpt3, 1024, topo, a100, global_batch=1536,
+                                 algorithms=ALGOS)
+        rows.append((f"search: {res.enumerated} configurations of 1024 GPUs "
+                     f"({res.evaluated} fit)", time.perf_counter() - t0, 60.0))
+    net = parse_network("hier:ring(4)x fc(8)x ring(4)x switch(32)")
+    w = workload_from_model(net, gpt3, parse_parallel("tp=16,dp=256"), a100)
+    cons = ["B0 + B1 + B2 + B3 == 500"]
+    solve(net, w, constraints=cons)                 # import cvxpy and warm up
+    t0 = time.perf_counter()
+    solve(net, w, constraints=cons)
+    rows.append(("LIBRA 4-D 4096 NPUs GPT-3, perf, solver", time.perf_counter() - t0, 0.1))
+    rows.append(("same from the command line", _cli(
+        ["libra", "-c", "B0 + B1 + B2 + B3 == 500"]), 2.0))
+    t0 = time.perf_counter()
+    pareto(net, w, points=50, constraints=["B0 + B1 + B2 + B3 == 500"])
+    rows.append(("LIBRA 50-point Pareto curve", time.perf_counter() - t0, 5.0))
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.2f}")
+    print(f"{'case':<62} {'seconds':>9} {'target':>8}  met")
+    for name, t, target in rows:
+        print(f"{name:<62} {t:9.3f} {target:8.2f}  {'yes' if t <= target else 'no'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""``topocoll libra``: bandwidth per dimension of a multi-dimensional network (LIBRA)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from .app import JsonOpt, app, handle_errors, out, print_json
+
+__all__ = ["libra"]
+
+
+@app.command()
+@handle_errors
+def libra(
+    network: Annotated[str, typer.Option(
+        help="hier: spec (hier:ring(4)x fc(8)x ring(4)x switch(32)) or a LIBRA network YAML.")]
+        = "hier:ring(4)x fc(8)x ring(4)x switch(32)",
+    cost_classes: Annotated[str | None, typer.Option(
+        help="Cost class per dimension, comma-separated (InterChiplet, InterPackage, "
+             "InterNode, InterPod); default: the last D of these.")] = None,
+    workload: Annotated[str | None, typer.Option(
+        help="LIBRA text workload (with --communicator).")] = None,
+    communicator: Annotated[str | None, typer.Option(
+        help="LIBRA communicator YAML (Forward, InputGrad, WeightGrad).")] = None,
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="A model (topocoll list models) when no --workload.")]
+        = "gpt3-175b",
+    parallel: Annotated[str, typer.Option(
+        "--parallel", "-p", help="tp=T,dp=D (TP on the innermost dimensions).")]
+        = "tp=16,dp=256",
+    device: Annotated[str, typer.Option(help="Device preset for compute times.")]
+        = "a100-80g",
+    global_batch: Annotated[int | None, typer.Option(help="Sequences per iteration.")] = None,
+    objective: Annotated[str, typer.Option(
+        help="perf (min time), perf-per-cost (min time x cost), min-cost (min cost under "
+             "--time-target).")] = "perf",
+    constraint: Annotated[list[str] | None, typer.Option(
+        "--constraint", "-c", help="Linear constraint over B0..B{D-1} (GB/s per NPU) and "
+                                   "cost ($), e.g. 'B0 + B1 + B2 + B3 == 500'; repeatable.")]
+        = None,
+    budget: Annotated[float | None, typer.Option(help="Cost at most this many dollars.")]
+        = None,
+    time_target: Annotated[float | None, typer.Option(
+        help="min-cost: iteration time at most this many seconds.")] = None,
+    pareto_png: Annotated[Path | None, typer.Option(
+        "--pareto", help="Write the time-against-cost Pareto curve (PNG).")] = None,
+    points: Annotated[int, typer.Option(help="Points on the Pareto curve.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """Optimal bandwidth per dimension for a training workload (LIBRA, solved exactly)."""
+    from ..fabric import (
+        OBJECTIVES,
+        equal_split,
+        iteration_time,
+        parse_constraint,
+        parse_network,
+        read_communicator,
+        read_libra_workload,
+        solve,
+        workload_from_model,
+    )
+    from ..fabric import pareto as pareto_curve
+    from ..workload import find_device, parse_model, parse_parallel
+
+    if objective not in OBJECTIVES:
+        raise InputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got "
+                         f"{objective!r}", item="--objective")
+    if budget is not None and not budget > 0:
+        raise InputError(f"--budget must be positive, got {budget}", item="--budget")
+    if time_target is not None and not time_target > 0:
+        raise InputError(f"--time-target must be positive, got {time_target}",
+                         item="--time-target")
+    if points < 2:
+        raise InputError(f"--points must be at least 2, got {points}", item="--points")
+    if pareto_png is not None and (pareto_png.suffix != ".png" or not
+                                   pareto_png.parent.exists()):
+        raise InputError(f"{pareto_png}: --pareto writes a .png in an existing directory",
+                         item=str(pareto_png))
+    classes = [c.strip() for c in cost_classes.split(",")] if cost_classes else None
+    net = parse_network(network, classes)
+    cons = list(constraint or [])
+    for c in cons:       # every constraint read before anything is solved
+        parse_constraint(c, len(net.dims))
+    if (workload is None) != (communicator is None):
+        raise InputError("--workload and --communicator go together", item="--communicator")
+    if workload is not None:
+        w = read_libra_workload(workload, read_communicator(communicator, len(net.dims)))
+    else:
+        par = parse_parallel(parallel)
+        if "dp=" not in parallel.replace(" ", ""):
+            if net.npus % (par.tp * par.pp):
+                raise InputError(f"--parallel: {net.npus} NPUs are not a multiple of tp x pp",
+                                 item="--parallel")
+            par = par.with_(dp=net.npus // (par.tp * par.pp), global_batch=None)
+        if global_batch is not None:
+            par = par.with_(global_batch=global_batch)
+        w = workload_from_model(net, parse_model(model), par, find_device(device))
+    r = solve(net, w, objective=objective, constraints=cons, budget=budget,
+              time_target=time_target)
+    rec = r.to_dict()
+    rec["network"] = [{"block": d.block, "size": d.size, "cost_class": d.cost_class}
+                      for d in net.dims]
+    rec["workload"] = w.name
+    if pareto_png is not None:
+        curve = pareto_curve(net, w, points=points, constraints=cons)
+        _plot(curve, r, pareto_png)
+        rec["pareto"] = [{"cost_usd": c, "time_s": t, "bandwidth_GBps": list(b)}
+                         for c, t, b in curve]
+    if as_json:
+        print_json(rec)
+        return
+    tab = Table(title=f"LIBRA {objective}: {w.name} on {net.spec()} ({net.npus} NPUs)")
+    for col in ("dimension", "block", "size", "cost class", "GB/s per NPU", "equal split"):
+        tab.add_column(col, justify="right" if col in ("size", "GB/s per NPU",
+                                                       "equal split") else "left")
+    eq = equal_split(net, sum(r.bandwidth_GBps))
+    for i, (d, b) in enumerate(zip(net.dims, r.bandwidth_GBps, strict=True)):
+        tab.add_row(str(i), d.block, str(d.size), d.cost_class, f"{b:.4g}", f"{eq[i]:.4g}")
+    out.print(tab)
+    out.print(f"iteration {r.time_s:.6g} s, cost ${r.cost_usd:,.0f}; equal split "
+              f"{iteration_time(net, w, eq):.6g} s (speedup {r.equal_split_time_s / r.time_s:.3f}x)"
+              f"; solver status {r.status}", highlight=False)
+    if pareto_png is not None:
+        out.print(f"Pareto curve written to {pareto_png}", highlight=False)
+
+
+def _plot(curve, r, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot([c / 1e6 for c, _, _ in curve], [t for _, t, _ in curve], "o-", ms=3,
+            label="optimal allocation at each cost")
+    ax.plot([r.cost_usd / 1e6], [r.time_s], "r*", ms=12, label=f"{r.objective} optimum")
+    ax.set_xlabel("network cost (million $)")
+    ax.set_ylabel("iteration time (s)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)

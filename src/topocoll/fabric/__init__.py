@@ -1,0 +1,34 @@
+"""Fabric design: LIBRA (bandwidth per dimension under cost)."""
+
+from .libra import (
+    COST_CLASSES,
+    OBJECTIVES,
+    PRICES,
+    LibraCollective,
+    LibraDim,
+    LibraNetwork,
+    LibraResult,
+    Workload,
+    collective_time,
+    cost,
+    dimension_traffic,
+    equal_split,
+    iteration_time,
+    pareto,
+    parse_constraint,
+    parse_network,
+    solve,
+)
+from .libra_io import (
+    LIBRA_TYPES,
+    communicators,
+    read_communicator,
+    read_libra_workload,
+    workload_from_model,
+)
+
+__all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim",
+           "LibraNetwork", "LibraResult", "Workload", "collective_time", "cost",
+           "dimension_traffic", "equal_split", "iteration_time", "parse_constraint",
+           "parse_network", "pareto", "solve", "LIBRA_TYPES", "communicators",
+           "read_communicator", "read_libra_workload", "workload_from_model"]

@@ -1,0 +1,159 @@
+"""LIBRA's inputs: its text workload and communicator files, and workloads from our models.
+
+The LIBRA text dialect (``../shared/reference/formats.md`` section 3): no header, one line
+per layer of twelve whitespace-separated fields: name, reserved, then forward, input-
+gradient and weight-gradient each as (compute ns, collective type, bytes), then an update
+time. The communicator YAML gives, per phase (``Forward``, ``InputGrad``, ``WeightGrad``),
+the NPUs used in every dimension (``-1``: not used). LIBRA's shipped training loop
+(``no_overlap``) adds every compute time and every collective time; so do we.
+
+From our own models: tensor parallelism takes the innermost dimensions (the rank order of
+:mod:`topocoll.workload.parallel`), data parallelism the rest, so the communicators follow
+from ``tp`` and the network (e.g. ``tp=16`` on ``[4, 8, 4, 32]`` gives Forward
+``[4, 4, -1, -1]`` and WeightGrad ``[-1, 2, 4, 32]``, LIBRA's own GPT-3 file).
+
+Examples
+--------
+>>> from topocoll.fabric import parse_network
+>>> communicators(parse_network("hier:ring(4)x fc(8)x ring(4)x switch(32)"), 16)
+((4, 4, -1, -1), (-1, 2, 4, 32))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..workload import Device, Parallelism, Transformer, block_compute_time, stage_parameters
+from .libra import LibraCollective, LibraNetwork, Workload
+
+__all__ = ["read_libra_workload", "read_communicator", "communicators", "workload_from_model",
+           "LIBRA_TYPES"]
+
+#: LIBRA collective names and ours.
+LIBRA_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather",
+               "REDUCESCATTER": "reduce_scatter", "ALLTOALL": "alltoall", "NONE": None}
+_PHASES = ("Forward", "InputGrad", "WeightGrad")
+
+
+def read_communicator(path: str | Path, dims: int) -> dict[str, tuple[int, ...]]:
+    """The three phases' NPU counts per dimension from a LIBRA communicator YAML."""
+    from ..topology.io import yaml_text
+
+    p = Path(path)
+    try:
+        doc = yaml_text(p.read_text(), str(p))
+    except OSError as e:
+        raise InputError(f"cannot read communicator {p}: {e.strerror or e}",
+                         item=str(p)) from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{p}: a communicator file is a mapping of phases", item=str(p))
+    out = {}
+    for ph in _PHASES:
+        v = doc.get(ph)
+        if not isinstance(v, list) or len(v) != dims or not all(
+                isinstance(x, int) and not isinstance(x, bool) and (x == -1 or x >= 1)
+                for x in v):
+            raise InputError(f"{p}: {ph} must list {dims} NPU counts (-1: unused), got {v!r}",
+                             item=f"field '{ph}'")
+        out[ph] = tuple(v)
+    return out
+
+
+def read_libra_workload(path: str | Path, communicator: dict[str, tuple[int, ...]],
+                        name: str | None = None) -> Workload:
+    """A :class:`~topocoll.fabric.libra.Workload` from a LIBRA text workload."""
+    p = Path(path)
+    try:
+        lines = p.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read workload {p}: {getattr(e, 'strerror', None) or e}",
+                         item=str(p)) from None
+    colls = []
+    compute_ns = 0.0
+    for no, line in enumerate(lines, 1):
+        f = line.split()
+        if not f:
+            continue
+        if len(f) != 12:
+            raise InputError(f"{p}:{no}: a LIBRA layer line has 12 fields, got {len(f)}",
+                             item=f"line {no}")
+        for k, ph in enumerate(_PHASES):
+            comp, typ, size = f[2 + 3 * k], f[3 + 3 * k].upper(), f[4 + 3 * k]
+            try:
+                c, s = float(comp), float(size)
+            except ValueError:
+                raise InputError(f"{p}:{no}: {ph} compute and size must be numbers",
+                                 item=f"line {no}") from None
+            if not (c >= 0 and s >= 0):
+                raise InputError(f"{p}:{no}: negative {ph} compute or size", item=f"line {no}")
+            if typ not in LIBRA_TYPES:
+                raise InputError(f"{p}:{no}: unknown collective {typ!r} (valid: "
+                                 f"{', '.join(LIBRA_TYPES)})", item=f"line {no}")
+            compute_ns += c
+            if LIBRA_TYPES[typ] and s > 0:
+                colls.append(LibraCollective(LIBRA_TYPES[typ], s, communicator[ph]))
+    if not colls and compute_ns == 0:
+        raise InputError(f"{p}: no layers", item=str(p))
+    return Workload(tuple(colls), compute_ns * 1e-9, name or p.stem)
+
+
+def communicators(net: LibraNetwork, tp: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(tensor-parallel, data-parallel) NPU counts per dimension when ``tp`` takes the
+    innermost dimensions and data parallelism the rest of the network."""
+    rem = tp
+    t_c, d_c = [], []
+    for i, d in enumerate(net.dims):
+        if rem >= d.size:
+            if rem % d.size:
+                raise InputError(f"tp={tp} does not fill dimension {i} of size {d.size} "
+                                 f"evenly", item="tp")
+            t_c.append(d.size)
+            d_c.append(-1)
+            rem //= d.size
+        elif rem > 1:
+            if d.size % rem:
+                raise InputError(f"tp={tp} splits dimension {i} of size {d.size} unevenly",
+                                 item="tp")
+            t_c.append(rem)
+            d_c.append(d.size // rem)
+            rem = 1
+        else:
+            t_c.append(-1)
+            d_c.append(d.size)
+    t_c = [x if x != 1 else -1 for x in t_c]
+    d_c = [x if x != 1 else -1 for x in d_c]
+    return tuple(t_c), tuple(d_c)
+
+
+def workload_from_model(net: LibraNetwork, model: Transformer, par: Parallelism,
+                        device: Device) -> Workload:
+    """LIBRA's view of one iteration of ``model`` under ``par`` (TP and DP only; pipeline
+    and expert parallelism are outside LIBRA's model) on the network's ``npus``.
+
+    Per block and micro-batch: two tensor-parallel all-reduces of the block's activations
+    in the forward and two in the input gradient (and two more for a fully recomputed
+    forward); per iteration: the data-parallel all-reduce of every block's gradients and
+    of the embeddings. Compute: :func:`~topocoll.workload.block_compute_time` per block,
+    three times (forward, backward as twice the forward), four with full recomputation.
+    """
+    if par.pp > 1 or par.ep > 1:
+        raise InputError("LIBRA models tensor and data parallelism only; use pp=1 and ep=1",
+                         item="--parallel")
+    if par.world != net.npus:
+        raise InputError(f"--parallel uses {par.world} NPUs, the network has {net.npus}",
+                         item="--parallel")
+    tp_c, dp_c = communicators(net, par.tp)
+    m = par.micro_batches
+    act = 2.0 * par.micro_batch * model.seq * model.hidden
+    passes = 3 if par.recompute == "full" else 2
+    colls = []
+    if par.tp > 1:
+        colls.append(LibraCollective("allreduce", act, tp_c,
+                                     count=2 * passes * model.layers * m))
+    if par.dp > 1:
+        grads = 2.0 * stage_parameters(model, par, 0)
+        colls.append(LibraCollective("allreduce", grads, dp_c))
+    block = block_compute_time(model, par, device)
+    compute = m * model.layers * block * (4 if par.recompute == "full" else 3)
+    return Workload(tuple(colls), compute, f"{model.name} {par.label()}")
