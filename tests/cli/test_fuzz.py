@@ -427,6 +427,13 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("libra-min-cost", ["libra", "--objective", "min-cost", "-c", "B0 + B1 + B2 + B3 <= 5"],
      2, "time-target"),
     ("libra-pareto", ["libra", "--pareto", "{d}/x.svg"], 2, "x.svg"),
+    # --- export workload
+    ("workload-dialect", ["export", "workload", "-o", "{d}/w.txt", "--dialect", "simai"], 2,
+     "dialect"),
+    ("workload-pp", ["export", "workload", "-o", "{d}/w.txt", "-p", "tp=8,pp=2"], 2,
+     "parallel"),
+    ("workload-out-dir", ["export", "workload", "-o", "{d}/no/dir/w.txt"], 2, "w.txt"),
+    ("workload-model", ["export", "workload", "-o", "{d}/w.txt", "-m", "gpt5"], 2, "gpt5"),
     # --- study and the app
     ("study-name", ["study", "nothing"], 2, "nothing"),
     ("study-routing", ["study", "swing", "--routing", "teleport"], 2, "routing"),

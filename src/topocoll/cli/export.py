@@ -10,10 +10,11 @@ import typer
 from ..errors import InputError, ScheduleError
 from .app import JsonOpt, app, choice_opt, err, handle_errors, out, print_json, size_opt
 
-__all__ = ["export_app", "export_chakra", "export_msccl"]
+__all__ = ["export_app", "export_chakra", "export_msccl", "export_workload"]
 
 
-export_app = typer.Typer(no_args_is_help=True, help="Write schedules for other runtimes.")
+export_app = typer.Typer(no_args_is_help=True,
+                         help="Write schedules and workloads for other tools.")
 app.add_typer(export_app, name="export")
 
 
@@ -84,3 +85,47 @@ def export_chakra(schedule: Annotated[Path, typer.Argument(help="Schedule file (
         print_json({"files": [str(p) for p in paths]})
     else:
         out.print(f"wrote {len(paths)} traces to {output}", highlight=False)
+
+
+@export_app.command("workload")
+@handle_errors
+def export_workload(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Text workload to write.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="A model (topocoll list "
+                                                             "models).")] = "gpt3-175b",
+    parallel: Annotated[str, typer.Option("--parallel", "-p", help="tp=T,dp=D[,mb=..].")]
+        = "tp=8,dp=8",
+    dialect: Annotated[str, typer.Option(help="astra (ASTRA-sim 1.0), libra or aicb.")]
+        = "astra",
+    device: Annotated[str, typer.Option(help="Device preset for compute times.")]
+        = "a100-80g",
+) -> None:
+    """Write a model and parallelism as an ASTRA-sim 1.0, LIBRA or AICB text workload."""
+    from ..workload import (
+        DIALECTS,
+        find_device,
+        format_text_workload,
+        model_layers,
+        parse_model,
+        parse_parallel,
+    )
+
+    if dialect not in DIALECTS:
+        raise InputError(f"--dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}",
+                         item="--dialect")
+    if output.is_dir() or not output.parent.exists():
+        raise InputError(f"{output}: cannot write there (a directory, or no such parent)",
+                         item=str(output))
+    m, par, dev = parse_model(model), parse_parallel(parallel), find_device(device)
+    if par.pp > 1 or par.ep > 1:
+        raise InputError("text workloads carry tensor and data parallelism (pp=1, ep=1)",
+                         item="--parallel")
+    kind = ("HYBRID_DATA_MODEL" if par.tp > 1 and par.dp > 1 else
+            "MODEL" if par.tp > 1 else "DATA")
+    text = format_text_workload(
+        model_layers(m, par, dev), dialect, parallelism=kind,
+        header={"model_parallel_NPU_group": par.tp, "all_gpus": par.world,
+                "vpp": m.layers})
+    output.write_text(text)
+    out.print(f"{m.layers} layers of {m.name} ({par.label()}) written to {output} "
+              f"({dialect})", highlight=False)
