@@ -21,7 +21,7 @@ def catalog() -> dict[str, Any]:
     from ..collective import COLLECTIVE_KINDS
     from ..selection import algorithms_for
     from ..topology.spec import GENERATOR_USAGE
-    from ..workload import DEVICES, MODELS
+    from ..workload import DEVICES, LAYERED, MODELS
 
     return {
         "algorithms": {k: [a.name for a in algorithms_for(k)] for k in COLLECTIVE_KINDS},
@@ -31,7 +31,10 @@ def catalog() -> dict[str, Any]:
                      "flow": "flow-level simulator, max-min fair sharing, relaxed steps",
                      "packet": "packet-level simulator: queues, priorities, ECN, transport",
                      "ns3": "ns-3 (the ns3 extra)"},
-        "models": {n: _model_line(m) for n, m in MODELS.items()},
+        "models": {**{n: _model_line(m) for n, m in MODELS.items()},
+                   **{n: f"{m.parameters / 1e6:,.1f}M params, {len(m.layers)} layers, "
+                         f"{m.forward_flops / 1e9:.3g} GFLOP forward per sample"
+                      for n, m in LAYERED.items()}},
         "devices": {n: f"{d.peak_flops / 1e12:g} TFLOP/s, {d.memory / 2**30:.0f} GiB, "
                        f"{d.memory_bandwidth / 1e12:g} TB/s" for n, d in DEVICES.items()},
     }

@@ -82,6 +82,7 @@ def train(
     from pathlib import Path
 
     from ..workload import (
+        LAYERED,
         find_device,
         load_model,
         parse_model,
@@ -94,6 +95,10 @@ def train(
     choice_opt(backend, ("analytical", "flow"), "--backend")
     cm = model_opt(backend, "0")
     dev = find_device(device)
+    if model.strip().lower() in LAYERED:
+        _layered(model.strip().lower(), topology, gpus, dev, micro_batch, cm, algorithms,
+                 no_cache, as_json)
+        return
     mdl = load_model(model) if Path(model).suffix in (".yaml", ".yml", ".json") else \
         parse_model(model)
     if seq is not None:
@@ -199,3 +204,25 @@ def _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top, cache
                     f"{r.memory_gib:.1f} GiB")
     out.print(tab)
     out.print(f"best: {best.result.parallel}", highlight=False)
+
+
+def _layered(name, topology, gpus, dev, micro_batch, cm, algorithms, no_cache, as_json):
+    """CNNs and DLRM: data parallel on every GPU (embedding tables model-parallel)."""
+    from ..workload import LAYERED, simulate_dp_iteration
+
+    t = load_topo(topology)
+    cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
+    r = simulate_dp_iteration(LAYERED[name], t, dev, batch_per_rank=micro_batch,
+                              ranks=gpus, cost_model=cm, algorithms=cands,
+                              cache=schedule_cache(no_cache))
+    if as_json:
+        print_json(r.to_dict())
+        return
+    b = micro_batch
+    out.print(f"{name} on {t.name} ({r.parallel}, {dev.name}): iteration "
+              f"{r.iteration_s * 1e3:.4g} ms, {b / r.iteration_s:,.0f} samples/s per GPU, "
+              f"compute {r.compute_s * 1e3:.4g} ms, exposed communication "
+              f"{r.exposed_comm_s * 1e3:.4g} ms, MFU {100 * r.mfu:.1f}%", highlight=False)
+    for label, c in r.collectives.items():
+        out.print(f"  {label}: {c['algorithm']} on {c['ranks']} ranks, "
+                  f"{c['time_s'] * 1e3:.4g} ms", highlight=False)

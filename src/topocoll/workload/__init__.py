@@ -1,6 +1,7 @@
 """Training workloads: the model zoo, devices, parallelism, memory and the iteration model
 (``docs/design-workload.md``)."""
 
+from .dataparallel import simulate_dp_iteration
 from .devices import DEVICE_NAMES, DEVICES, Device, find_device
 from .iteration import (
     CollectiveCoster,
@@ -10,6 +11,7 @@ from .iteration import (
     pipeline_1f1b,
     simulate_iteration,
 )
+from .layered import LAYERED, Layer, LayeredModel, dlrm, resnet50, vgg16
 from .memory import (
     MemoryReport,
     StageMemory,
@@ -41,4 +43,5 @@ __all__ = ["block_compute_time", "DEVICE_NAMES", "DEVICES", "Device", "find_devi
            "groups", "parse_parallel", "timeline_events", "write_timeline", "SearchPoint",
            "SearchResult", "candidate_parallelisms", "search_parallelism", "COLLECTIVE_TYPES",
            "DIALECTS", "TextLayer", "TextWorkload", "format_text_workload", "model_layers",
-           "parse_text_workload"]
+           "parse_text_workload", "simulate_dp_iteration", "LAYERED", "Layer",
+           "LayeredModel", "dlrm", "resnet50", "vgg16"]
