@@ -29,6 +29,7 @@ from topocoll.topology import (
 )
 from topocoll.topology.scenarios import bimodal, mi250, random_bandwidth, two_tier
 from topocoll.topology.spec import GENERATOR_USAGE
+from topocoll.topology.totient import totient
 
 GiB = 2.0**30
 
@@ -50,6 +51,7 @@ EXAMPLES = {
     "dgx-h100": ("dgx-h100:4", lambda: dgx_h100(4)),
     "circulant": ("circulant:16,jumps=1/3/5", lambda: circulant(16, [1, 3, 5])),
     "rrg": ("rrg:32,d=4,seed=1", lambda: random_regular(32, 4, seed=1)),
+    "totient": ("totient:64,d=6,group=16", lambda: totient(64, 6, group=16)),
     "hier": ("hier:ring(4,100GB/s,200ns)x switch(8,25GB/s,1.5us)",
              lambda: multi_dim([Dim("ring", 4, 100e9, 2e-7), Dim("switch", 8, 25e9, 1.5e-6)])),
     "random": ("random:8,spread=30,density=0.5,seed=3",

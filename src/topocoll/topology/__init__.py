@@ -26,6 +26,7 @@ from .io import (
                          write_astra_network,
 )
 from .spec import GENERATOR_NAMES, load_topology, parse_spec
+from .totient import totient, totient_jumps
 
 __all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS",
            "ring", "line", "fully_connected", "star", "torus", "mesh", "hypercube",
@@ -34,4 +35,4 @@ __all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS",
            "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY",
            "parse_spec", "load_topology", "GENERATOR_NAMES",
            "topology_to_dict", "topology_from_dict", "save_topology", "load_topology_file",
-           "read_astra_network", "write_astra_network"]
+           "read_astra_network", "write_astra_network", "totient", "totient_jumps"]

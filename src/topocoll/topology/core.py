@@ -466,6 +466,11 @@ class Topology:
             "rank_egress_Bps_max": float(self.egress_bandwidth()[: self.num_ranks].max()),
             "dims": [f"{d.kind}({d.size})" for d in self.dims],
             "routing": self.routing,
+            # the generator's own parameters (short values only: no per-rank tables)
+            "meta": {k: v for k, v in self.meta.items()
+                     if isinstance(v, (int, float, str, bool)) or (
+                         isinstance(v, (list, tuple)) and len(v) <= 32
+                         and all(isinstance(x, (int, float, str)) for x in v))},
         }
 
 

@@ -62,6 +62,7 @@ from ..units import exact_rate, exact_time, parse_rate, parse_time
 from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from .core import ROUTINGS, Dim, Topology, check_size
 from .fabrics import FABRICS, dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
+from .totient import totient
 from .generators import (
     circulant,
     fully_connected,
@@ -291,6 +292,9 @@ _GENERATORS: dict[str, _Gen] = {
                                          bandwidth=_bw(o), latency=_lat(o)),
                 "rrg:N,d=D[,seed=S]", ("n",), {"d": _int, "seed": _int}),
     "hier": _Gen(_hier, "hier:kind(size[,bw][,lat])x kind(...)...", ("dims",)),
+    "totient": _Gen(lambda o: totient(_need(o, "n"), _need(o, "d"), group=o.get("group"),
+                                      bandwidth=_bw(o), latency=_lat(o)),
+                    "totient:N,d=D[,group=G]", ("n",), {"d": _int, "group": _int}),
 }
 # heterogeneous scenarios (topology/scenarios.py); `contention=F,keep=K` adds background
 # traffic to any of them
@@ -342,7 +346,7 @@ _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattr
 #: ``leaf_spine``, ``random_regular``, ``multi_dim``, ...).
 GENERATOR_NAMES = ("ring", "uniring", "line", "fc", "fully_connected", "star", "torus", "mesh",
                    "hypercube", "fattree", "leafspine", "dgx", "dgx-a100", "dgx-h100",
-                   "circulant", "rrg", "hier")
+                   "circulant", "rrg", "hier", "totient")
 GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
 #: One usage line per canonical generator name, for help text.
 GENERATOR_USAGE = {name: g.usage for name, g in _GENERATORS.items()}
@@ -384,7 +388,7 @@ def _estimate(key: str, o: dict[str, Any]) -> tuple[int, int]:
     if key == "circulant":
         n = g("n")
         return n, 2 * n * max(1, len(o.get("jumps", ())))
-    if key == "rrg":
+    if key in ("rrg", "totient"):
         return g("n"), g("n") * g("d")
     if key == "hier":
         sizes = [max(1, d[1]) for d in o.get("dims", [])] or [1]
