@@ -62,7 +62,6 @@ from ..units import exact_rate, exact_time, parse_rate, parse_time
 from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from .core import ROUTINGS, Dim, Topology, check_size
 from .fabrics import FABRICS, dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
-from .totient import totient
 from .generators import (
     circulant,
     fully_connected,
@@ -76,6 +75,7 @@ from .generators import (
 )
 from .hierarchical import multi_dim
 from .io import read_astra_network, read_mapping, topology_from_dict
+from .totient import totient
 
 __all__ = ["parse_spec", "load_topology", "canonical_name", "GENERATOR_NAMES",
            "GENERATOR_USAGE", "parse_dims"]

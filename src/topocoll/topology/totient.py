@@ -108,8 +108,8 @@ def totient(n: int, degree: int, *, group: int | None = None,
     else:
         jumps = [1] + (totient_jumps(n, g, m - 1) if m > 1 else [])
         if len(set(jumps)) != len(jumps):
-            raise TopologyError(f"the group's rings repeat the joining jump-1 ring; use a "
-                                f"larger degree or group", item="field 'group'")
+            raise TopologyError("the group's rings repeat the joining jump-1 ring; use a "
+                                "larger degree or group", item="field 'group'")
     links: list[Link] = []
     for j in jumps:
         for r in range(n):
