@@ -40,6 +40,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "workload": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim"},
     "fabric": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim",
                         "workload"},
+    "sweep": _BASE | {"topology"},    # topology.io's strict YAML reader
     "studies": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim",
                          "workload", "fabric"},
     "cli": None,

@@ -15,6 +15,7 @@ from . import (
     schedules,
     simulate,
     study,
+    sweep,
     testbed,
     topology,
     train,
@@ -22,7 +23,7 @@ from . import (
 from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
-           "study", "testbed", "topology", "train", "libra"]
+           "study", "testbed", "topology", "train", "libra", "sweep"]
 
 
 def main() -> None:

@@ -1,0 +1,196 @@
+"""Sweep specifications: a command and the grid of its options.
+
+A sweep spec (YAML or JSON)::
+
+    command: compare                 # any topocoll command with --json
+    grid:                            # every combination is a point
+      topology: [ring:8, torus:4x4]
+      size: [1MiB, 64MiB]
+    fixed: {collective: allreduce}   # the same for every point
+    sample:                          # optional seeded random draws
+      count: 4
+      seed: 1
+      options: {alpha: {low: 1e-7, high: 1e-5, log: true}}
+    repeat: 1
+
+A point is the command and one full set of options; its id is a hash of the command, the
+options in canonical JSON and the package version, so the same point is never run twice.
+
+Examples
+--------
+>>> s = parse_sweep({"command": "compare", "grid": {"topology": ["ring:4", "ring:8"],
+...                  "size": ["1KiB"]}, "fixed": {"collective": "allgather"}})
+>>> [p.options["topology"] for p in s.points()], len(s.points()[0].point_id)
+(['ring:4', 'ring:8'], 16)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..errors import InputError
+
+__all__ = ["SweepSpec", "Point", "parse_sweep", "load_sweep", "point_id", "to_argv"]
+
+_KEYS = {"command", "grid", "fixed", "sample", "repeat", "name"}
+
+
+def point_id(command: str, options: dict, version: str = __version__) -> str:
+    """16 hex digits identifying (command, options, version)."""
+    blob = json.dumps([command, options, version], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run: the command, its options and the repetition index."""
+
+    command: str
+    options: dict
+    repeat: int = 0
+
+    @property
+    def point_id(self) -> str:
+        opts = dict(self.options, **({"__repeat": self.repeat} if self.repeat else {}))
+        return point_id(self.command, opts)
+
+    def argv(self) -> list[str]:
+        return to_argv(self.command, self.options)
+
+
+def to_argv(command: str, options: dict) -> list[str]:
+    """``topocoll`` arguments for ``command`` with ``options`` and ``--json``: an option
+    ``name`` becomes ``--name`` (underscores as dashes), ``true`` a bare flag, ``false``
+    nothing, a list a repeated option; ``_`` holds positional arguments."""
+    argv = command.split()
+    pos = options.get("_", [])
+    argv += [str(x) for x in (pos if isinstance(pos, list) else [pos])]
+    for k, v in options.items():
+        if k == "_":
+            continue
+        flag = "--" + k.replace("_", "-")
+        if v is True:
+            argv.append(flag)
+        elif v is False or v is None:
+            continue
+        elif isinstance(v, list):
+            for x in v:
+                argv += [flag, str(x)]
+        else:
+            argv += [flag, str(v)]
+    return argv + ["--json"]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep (see the module docstring)."""
+
+    command: str
+    grid: dict = field(default_factory=dict)
+    fixed: dict = field(default_factory=dict)
+    sample: dict = field(default_factory=dict)
+    repeat: int = 1
+    name: str = ""
+
+    def points(self) -> list[Point]:
+        """Every point, in a deterministic order (grid in the spec's key order, then the
+        samples, then repetitions)."""
+        keys = list(self.grid)
+        combos = [dict(zip(keys, vals, strict=True))
+                  for vals in itertools.product(*(self.grid[k] for k in keys))] or [{}]
+        draws = self._draws()
+        out = []
+        for combo in combos:
+            for d in draws:
+                for r in range(self.repeat):
+                    out.append(Point(self.command, {**self.fixed, **combo, **d}, r))
+        return out
+
+    def _draws(self) -> list[dict]:
+        if not self.sample:
+            return [{}]
+        rng = random.Random(self.sample.get("seed", 0))
+        out = []
+        for _ in range(self.sample.get("count", 1)):
+            d = {}
+            for k, r in self.sample.get("options", {}).items():
+                if "choices" in r:
+                    d[k] = rng.choice(r["choices"])
+                elif r.get("log"):
+                    x = math.exp(rng.uniform(math.log(r["low"]), math.log(r["high"])))
+                    d[k] = float(f"{x:.6g}")
+                elif r.get("integer"):
+                    d[k] = rng.randint(int(r["low"]), int(r["high"]))
+                else:
+                    d[k] = float(f"{rng.uniform(r['low'], r['high']):.6g}")
+            out.append(d)
+        return out
+
+
+def parse_sweep(doc: dict, source: str = "sweep",
+                known_commands: set[str] | None = None) -> SweepSpec:
+    """A :class:`SweepSpec` from a mapping, every field checked (``known_commands``, when
+    given, the command names that exist).
+
+    Raises
+    ------
+    InputError
+        Naming the field.
+    """
+    if not isinstance(doc, dict):
+        raise InputError(f"{source}: a sweep spec is a mapping", item=source)
+    unknown = sorted(set(doc) - _KEYS)
+    if unknown:
+        raise InputError(f"{source}: unknown field {unknown[0]!r} (valid: "
+                         f"{', '.join(sorted(_KEYS))})", item=f"field '{unknown[0]}'")
+    cmd = doc.get("command")
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise InputError(f"{source}: 'command' must name a topocoll command",
+                         item="field 'command'")
+    if known_commands is not None and cmd.split()[0] not in known_commands:
+        raise InputError(f"{source}: unknown command {cmd.split()[0]!r}",
+                         item="field 'command'")
+    grid = doc.get("grid") or {}
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise InputError(f"{source}: 'grid' maps option names to non-empty lists",
+                         item="field 'grid'")
+    fixed = doc.get("fixed") or {}
+    if not isinstance(fixed, dict):
+        raise InputError(f"{source}: 'fixed' maps option names to values",
+                         item="field 'fixed'")
+    sample = doc.get("sample") or {}
+    if not isinstance(sample, dict):
+        raise InputError(f"{source}: 'sample' is a mapping", item="field 'sample'")
+    for k, r in (sample.get("options") or {}).items():
+        if not isinstance(r, dict) or not ("choices" in r or ("low" in r and "high" in r)):
+            raise InputError(f"{source}: sample option {k!r} needs choices or low and high",
+                             item=f"field 'sample.{k}'")
+    rep = doc.get("repeat", 1)
+    if isinstance(rep, bool) or not isinstance(rep, int) or rep < 1:
+        raise InputError(f"{source}: 'repeat' must be a positive integer", item="field 'repeat'")
+    clash = sorted(set(grid) & set(fixed))
+    if clash:
+        raise InputError(f"{source}: option {clash[0]!r} is both in grid and fixed",
+                         item=f"field '{clash[0]}'")
+    return SweepSpec(cmd.strip(), dict(grid), dict(fixed), dict(sample), rep,
+                     str(doc.get("name", "")))
+
+
+def load_sweep(path: str | Path, known_commands: set[str] | None = None) -> SweepSpec:
+    """A sweep spec from a YAML or JSON file."""
+    from ..topology.io import yaml_text
+
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read sweep spec {p}: {getattr(e, 'strerror', None) or e}",
+                         item=str(p)) from None
+    return parse_sweep(yaml_text(text, str(p)), str(p), known_commands)
