@@ -97,3 +97,23 @@ def test_bad_configurations_name_the_item(par, item):
         simulate_iteration(TINY, parse_parallel(par), parse_spec("dgx:1"), A100,
                            algorithms=FAST)
     assert e.value.item == item
+
+
+def test_contention_charges_groups_that_share_links():
+    model = parse_model("transformer:hidden=2048,ffn=8192,heads=16,layers=8,seq=1024,"
+                        "vocab=32000")
+    par = parse_parallel("tp=4,pp=1,dp=8,mb=1,gb=16")
+    # four DP groups cross the same 4:1 oversubscribed uplinks
+    shared = parse_spec("twotier:racks=4,hosts=8,oversub=4")
+    alone = simulate_iteration(model, par, shared, A100, algorithms=["ring", "direct"])
+    both = simulate_iteration(model, par, shared, A100, algorithms=["ring", "direct"],
+                              contention=True)
+    c = both.collectives["dp allreduce stage 0 (all groups)"]
+    assert c["groups"] == 4 and c["time_s"] == pytest.approx(4 * c["alone_s"], rel=0.05)
+    assert both.iteration_s > alone.iteration_s
+    # rails of DGX boxes are disjoint: contention changes nothing
+    rails = parse_spec("dgx:4")
+    p2 = parse_parallel("tp=8,pp=1,dp=4,mb=1,gb=16")
+    assert simulate_iteration(model, p2, rails, A100, algorithms=["ring"],
+                              contention=True).iteration_s == pytest.approx(
+        simulate_iteration(model, p2, rails, A100, algorithms=["ring"]).iteration_s)

@@ -65,6 +65,9 @@ def train(
     no_bounds: Annotated[bool, typer.Option(
         "--no-bounds", help="Do not prove each collective's lower bound (faster on large "
                             "fabrics; the %% of bound is then not shown).")] = False,
+    contention: Annotated[bool, typer.Option(
+        "--contention", help="Cost every group of a kind running at once (shared links "
+                             "charged) instead of one group alone.")] = False,
     no_overlap: Annotated[bool, typer.Option(
         "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
         = False,
@@ -139,7 +142,7 @@ def train(
 
     coster = CollectiveCoster(t, model=None if backend == "analytical" and no_bounds else cm,
                               algorithms=cands, cache=schedule_cache(no_cache),
-                              bounds=not no_bounds)
+                              bounds=not no_bounds, contention=contention)
     r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap,
                            timeline=trace_path is not None, coster=coster)
     if trace_path is not None:

@@ -115,9 +115,12 @@ class CollectiveCoster:
 
     def __init__(self, topology: Topology, *, model: CostModel | None = None,
                  algorithms: Sequence[str] | None = None,
-                 cache: ScheduleCache | None = None, bounds: bool = True) -> None:
+                 cache: ScheduleCache | None = None, bounds: bool = True,
+                 contention: bool = False) -> None:
         self.topology = topology
         self.bounds = bounds
+        self.contention = contention
+        self._best: dict[tuple, tuple[str, dict]] = {}
         # without bounds, the alpha-beta model need not attach one to every candidate
         self.model = model if model is not None or bounds else AlphaBeta(bound=False)
         self.algorithms = list(algorithms) if algorithms is not None else None
@@ -142,10 +145,38 @@ class CollectiveCoster:
             c = choose(coll, self.topology, size, model=self.model, candidates=cands,
                        cache=self.cache, keep=1, bound=self.bounds)
             self._memo[key] = c.best.time
+            self._best[key] = (c.best.algorithm, dict(c.best.options))
             self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
                                   "algorithm": c.best.algorithm, "time_s": c.best.time,
                                   "bound_s": c.bound.time if c.bound else None,
                                   "bound_fraction": c.bound_fraction}
+        return self._memo[key]
+
+    def time_all(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
+                 size: float) -> float:
+        """Seconds for ``kind`` run by every group at once. The algorithm is chosen on the
+        first group; with ``contention`` every group runs it at the same time (the
+        schedules overlaid step by step) and the cost model charges the shared links;
+        without, the first group's time (groups costed alone)."""
+        t1 = self.time(label, kind, tuple(groups[0]), size)
+        if not self.contention or len(groups) < 2 or t1 == 0.0:
+            return t1
+        key = ("all", kind, tuple(map(tuple, groups)), float(size))
+        if key not in self._memo:
+            from ..schedule import overlay
+            from ..selection import find_algorithm, synthesize
+
+            alg, opts = self._best[(kind, tuple(groups[0]), float(size), None)]
+            syn = find_algorithm(alg, kind)
+            scheds = [synthesize(syn, self.topology, {**opts, "ranks": tuple(g)},
+                                 cache=self.cache) for g in groups]
+            model = self.model or AlphaBeta(bound=False)
+            t = model.evaluate(overlay(scheds), self.topology, size).time
+            self._memo[key] = max(t, t1)
+            self.chosen[label + " (all groups)"] = {
+                "kind": kind, "ranks": len(groups[0]), "groups": len(groups),
+                "size_bytes": size, "algorithm": alg, "time_s": self._memo[key],
+                "alone_s": t1, "bound_s": None, "bound_fraction": None}
         return self._memo[key]
 
 
@@ -184,7 +215,8 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
                        algorithms: Sequence[str] | None = None,
                        cache: ScheduleCache | None = None, overlap_dp: bool = True,
                        check_memory: bool = True, timeline: bool = False,
-                       coster: CollectiveCoster | None = None) -> IterationResult:
+                       coster: CollectiveCoster | None = None,
+                       contention: bool = False) -> IterationResult:
     """Time one training iteration of ``model`` under ``par`` on ``topology``.
 
     Parameters
@@ -207,6 +239,11 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
         Refuse a configuration that does not fit in the device's memory.
     timeline : bool
         Keep every :class:`Task` (for :func:`~topocoll.workload.trace.write_timeline`).
+    coster : CollectiveCoster, optional
+        Reuse one (and its remembered collectives) across calls.
+    contention : bool
+        Cost the groups of a kind running at the same time with shared links (see
+        :meth:`CollectiveCoster.time_all`); default: each group alone.
 
     Returns
     -------
@@ -232,7 +269,7 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     if check_memory:
         check_fits(mem, device)
     cc = coster or CollectiveCoster(topology, model=cost_model, algorithms=algorithms,
-                                    cache=cache)
+                                    cache=cache, contention=contention)
     b, s, h, t = par.micro_batch, model.seq, model.hidden, par.tp
     m = par.micro_batches
     act = ELEMENT_BYTES * b * s * h          # one micro-batch's hidden states
@@ -240,18 +277,17 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     # -- per block -------------------------------------------------------------------------
     mm, mem_t = _layer_compute(model, par, device)
     f_block = mm + mem_t
-    tp_ranks = groups(par, "tp")[0]
+    tp_groups = groups(par, "tp")
     if par.sequence_parallel and t > 1:
-        tp_one = (cc.time("tp allgather", "allgather", tp_ranks, act)
-                  + cc.time("tp reduce_scatter", "reduce_scatter", tp_ranks, act))
+        tp_one = (cc.time_all("tp allgather", "allgather", tp_groups, act)
+                  + cc.time_all("tp reduce_scatter", "reduce_scatter", tp_groups, act))
     else:
-        tp_one = cc.time("tp allreduce", "allreduce", tp_ranks, act)
+        tp_one = cc.time_all("tp allreduce", "allreduce", tp_groups, act)
     tp_block = 2 * tp_one                    # per block, each direction
     ep_block = 0.0
     if model.moe and par.ep > 1:
-        ep_ranks = groups(par, "ep")[0]
-        ep_block = 2 * cc.time("ep alltoall", "alltoall", ep_ranks,
-                               act * model.top_k / t)
+        ep_block = 2 * cc.time_all("ep alltoall", "alltoall", groups(par, "ep"),
+                                   act * model.top_k / t)
     recompute_extra = 0.0
     recompute_comm = 0.0
     if par.recompute == "full":
@@ -295,17 +331,26 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
         pipe_end = pipeline_1f1b(par.pp, m, fwd, bwd, hop, tasks if timeline else None)
 
     # -- data parallel and optimizer -------------------------------------------------------
-    dp_ranks = groups(par, "dp")[0]
+    # the DP groups of one stage run together (every TP rank of every replica's stage)
+    dp_all = groups(par, "dp")
+    dp_ranks = dp_all[0]
     finish = []
     dp_exposed_all = []
     for st in range(par.pp):
         p = stage_parameters(model, par, st)
         g = ELEMENT_BYTES * p
+        # alone, every stage's groups are translates of the first (one choose per size);
+        # with contention, the groups of this stage
+        stage_groups = [dp_ranks]
+        if cc.contention and par.order == "tp-dp-pp":
+            stage_groups = [gr for gr in dp_all if gr[0] // (par.tp * par.dp) == st] or \
+                [dp_ranks]
         if par.zero >= 1:
-            t_dp = (cc.time(f"dp reduce_scatter stage {st}", "reduce_scatter", dp_ranks, g)
-                    + cc.time(f"dp allgather stage {st}", "allgather", dp_ranks, g))
+            t_dp = (cc.time_all(f"dp reduce_scatter stage {st}", "reduce_scatter",
+                                stage_groups, g)
+                    + cc.time_all(f"dp allgather stage {st}", "allgather", stage_groups, g))
         else:
-            t_dp = cc.time(f"dp allreduce stage {st}", "allreduce", dp_ranks, g)
+            t_dp = cc.time_all(f"dp allreduce stage {st}", "allreduce", stage_groups, g)
         if par.zero >= 3 and par.dp > 1:   # weights gathered per micro-batch, fwd and bwd
             ag = cc.time(f"dp allgather stage {st}", "allgather", dp_ranks, g)
             t_dp += 2 * m * max(0.0, ag - comp[st] / 2)
