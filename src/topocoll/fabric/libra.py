@@ -154,14 +154,10 @@ def parse_network(text: str, cost_classes: Sequence[str] | None = None) -> Libra
                                  item=f"dimension '{kind}'")
             blocks.append((_BLOCKS[kind], size))
     else:
-        from ..topology.io import yaml_text
+        from ..topology.io import read_mapping
 
         p = Path(text)
-        try:
-            doc = yaml_text(p.read_text(), str(p))
-        except OSError as e:
-            raise InputError(f"cannot read network {p}: {e.strerror or e}",
-                             item=str(p)) from None
+        doc = read_mapping(p)
         if not isinstance(doc, dict):
             raise InputError(f"{p}: a LIBRA network file is a mapping", item=str(p))
         for key in ("Topology", "NpusCount"):

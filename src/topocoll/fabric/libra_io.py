@@ -38,14 +38,10 @@ _PHASES = ("Forward", "InputGrad", "WeightGrad")
 
 def read_communicator(path: str | Path, dims: int) -> dict[str, tuple[int, ...]]:
     """The three phases' NPU counts per dimension from a LIBRA communicator YAML."""
-    from ..topology.io import yaml_text
+    from ..topology.io import read_mapping
 
     p = Path(path)
-    try:
-        doc = yaml_text(p.read_text(), str(p))
-    except OSError as e:
-        raise InputError(f"cannot read communicator {p}: {e.strerror or e}",
-                         item=str(p)) from None
+    doc = read_mapping(p)
     if not isinstance(doc, dict):
         raise InputError(f"{p}: a communicator file is a mapping of phases", item=str(p))
     out = {}

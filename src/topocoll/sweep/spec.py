@@ -185,12 +185,7 @@ def parse_sweep(doc: dict, source: str = "sweep",
 
 def load_sweep(path: str | Path, known_commands: set[str] | None = None) -> SweepSpec:
     """A sweep spec from a YAML or JSON file."""
-    from ..topology.io import yaml_text
+    from ..topology.io import read_mapping
 
     p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read sweep spec {p}: {getattr(e, 'strerror', None) or e}",
-                         item=str(p)) from None
-    return parse_sweep(yaml_text(text, str(p)), str(p), known_commands)
+    return parse_sweep(read_mapping(p), str(p), known_commands)

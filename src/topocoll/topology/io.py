@@ -478,7 +478,7 @@ def _format(path: Path) -> str:
         return "json"
     if suffix in (".yaml", ".yml"):
         return "yaml"
-    raise TopologyError(f"{str(path)!r}: unknown topology file type {suffix!r} "
+    raise TopologyError(f"{str(path)!r}: unknown file type {suffix!r} "
                         "(use .json, .yaml or .yml)", item=f"file '{path}'")
 
 

@@ -334,17 +334,12 @@ def load_model(path: str | Path) -> Transformer:
     Raises
     ------
     InputError
-        For an unreadable file, a missing or unknown field.
+        For a missing or unknown field (an unreadable file: TopologyError naming it).
     """
-    from ..topology.io import yaml_text
+    from ..topology.io import read_mapping
 
     p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read model file {p}: {e.strerror or e}",
-                         item=str(p)) from None
-    d = yaml_text(text, str(p))
+    d = read_mapping(p)
     if not isinstance(d, dict):
         raise InputError(f"{p}: a model file is a mapping of fields", item=str(p))
     unknown = sorted(set(d) - {*_INT_FIELDS, "style", "name"})
