@@ -18,12 +18,13 @@ from . import (
     sweep,
     testbed,
     topology,
+    topoopt,
     train,
 )
 from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
-           "study", "testbed", "topology", "train", "libra", "sweep"]
+           "study", "testbed", "topology", "train", "libra", "sweep", "topoopt"]
 
 
 def main() -> None:

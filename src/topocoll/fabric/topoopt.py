@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..topology import Link, Topology
 from ..topology.totient import totient_jumps
 
-__all__ = ["FinderResult", "topology_finder", "split_degree"]
+__all__ = ["FinderResult", "topology_finder", "split_degree", "mp_matchings"]
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,16 @@ def _ring_ports(da: int, allreduce: Mapping[int, float], n: int) -> dict[int, in
 
 def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
                     mp: np.ndarray | None = None, bandwidth: float = 12.5e9,
-                    latency: float = 1e-6, split: str = "proportional") -> FinderResult:
+                    latency: float = 1e-6, split: str = "proportional",
+                    allreduce_ports: int | None = None,
+                    matchings: list[tuple[tuple[int, int], ...]] | None = None) \
+        -> FinderResult:
     """The direct-connect topology for ``allreduce`` traffic (bytes per iteration per group
     size; groups are strided cosets) and an ``n x n`` MP demand matrix ``mp`` (bytes).
+
+    ``allreduce_ports`` (even) overrides the split; ``matchings`` reuses rounds computed
+    by :func:`mp_matchings` for the same demand (its first ``d_MP`` are taken: the greedy
+    rounds do not depend on how many follow).
 
     Raises
     ------
@@ -118,6 +125,11 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
     else:
         raise InputError(f"split must be proportional or all-reduce, got {split!r}",
                          item="split")
+    if allreduce_ports is not None:
+        if allreduce_ports % 2 or not 0 <= allreduce_ports <= d:
+            raise InputError(f"all-reduce ports must be even and 0..{d}, got "
+                             f"{allreduce_ports}", item="allreduce_ports")
+        da, dm = allreduce_ports, d - allreduce_ports
     if ta <= 0:
         da, dm = 0, d
     if dm and n % 2:
@@ -134,28 +146,14 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
                     links.append(Link(r, (r + j) % n, bandwidth, latency))
                     back = (r - j) % n if (2 * j) % n else (r + j) % n
                     links.append(Link(r, back, bandwidth, latency))
-    matchings = []
+    rounds: list[tuple[tuple[int, int], ...]] = []
     if dm:
-        import networkx as nx
-
-        count = np.zeros((n, n))
-        demand = M.copy()
-        scale = demand.max() or 1.0
-        for _ in range(dm):
-            G = nx.Graph()
-            for i in range(n):
-                for j in range(i + 1, n):
-                    # +1 keeps every pair eligible, so the matching is perfect
-                    G.add_edge(i, j, weight=1.0 + demand[i, j] / scale * n * n)
-            m = nx.max_weight_matching(G, maxcardinality=True)
-            pairs = tuple(sorted((min(a, b), max(a, b)) for a, b in m))
-            matchings.append(pairs)
+        rounds = list(matchings[:dm]) if matchings is not None and len(matchings) >= dm \
+            else mp_matchings(M, dm)
+        for pairs in rounds:
             for a, b in pairs:
                 links.append(Link(a, b, bandwidth, latency))
                 links.append(Link(b, a, bandwidth, latency))
-                count[a, b] += 1
-                c = count[a, b]
-                demand[a, b] = demand[b, a] = demand[a, b] * c / (c + 1)
     if not links:
         raise InputError("no traffic and no ports used", item="--degree")
     name = f"topoopt:{n},d={d},B={bandwidth / 1e9:g}GB/s"
@@ -165,7 +163,36 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
     if da == 0 and not _connected(t):
         raise InputError("the matchings alone do not connect the servers; give all-reduce "
                          "traffic or use split='all-reduce'", item="split")
-    return FinderResult(t, da, dm, jumps, tuple(matchings))
+    return FinderResult(t, da, dm, jumps, tuple(rounds))
+
+
+def mp_matchings(mp: np.ndarray, rounds: int) -> list[tuple[tuple[int, int], ...]]:
+    """``rounds`` maximum-weight perfect matchings on the symmetric demand ``mp``
+    (networkx's blossom algorithm), each matched pair's demand multiplied by
+    ``c / (c + 1)`` after its ``c``-th link."""
+    import networkx as nx
+
+    M = np.array(mp, float)
+    n = len(M)
+    count = np.zeros((n, n))
+    demand = (M + M.T) / 2
+    np.fill_diagonal(demand, 0.0)
+    scale = demand.max() or 1.0
+    out = []
+    for _ in range(rounds):
+        G = nx.Graph()
+        for i in range(n):
+            for j in range(i + 1, n):
+                # +1 keeps every pair eligible, so the matching is perfect
+                G.add_edge(i, j, weight=1.0 + demand[i, j] / scale * n * n)
+        m = nx.max_weight_matching(G, maxcardinality=True)
+        pairs = tuple(sorted((min(a, b), max(a, b)) for a, b in m))
+        out.append(pairs)
+        for a, b in pairs:
+            count[a, b] += 1
+            c = count[a, b]
+            demand[a, b] = demand[b, a] = demand[a, b] * c / (c + 1)
+    return out
 
 
 def _connected(t: Topology) -> bool:

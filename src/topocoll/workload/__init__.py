@@ -11,7 +11,17 @@ from .iteration import (
     pipeline_1f1b,
     simulate_iteration,
 )
-from .layered import LAYERED, Layer, LayeredModel, dlrm, resnet50, vgg16
+from .layered import (
+    LAYERED,
+    Layer,
+    LayeredModel,
+    bert_topoopt,
+    candle_uno,
+    dlrm,
+    ncf,
+    resnet50,
+    vgg16,
+)
 from .memory import (
     MemoryReport,
     StageMemory,
@@ -43,5 +53,6 @@ __all__ = ["block_compute_time", "DEVICE_NAMES", "DEVICES", "Device", "find_devi
            "groups", "parse_parallel", "timeline_events", "write_timeline", "SearchPoint",
            "SearchResult", "candidate_parallelisms", "search_parallelism", "COLLECTIVE_TYPES",
            "DIALECTS", "TextLayer", "TextWorkload", "format_text_workload", "model_layers",
-           "parse_text_workload", "simulate_dp_iteration", "LAYERED", "Layer",
+           "parse_text_workload", "simulate_dp_iteration", "LAYERED", "Layer", "bert_topoopt",
+           "candle_uno", "ncf",
            "LayeredModel", "dlrm", "resnet50", "vgg16"]

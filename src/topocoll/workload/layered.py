@@ -16,6 +16,16 @@ Shapes:
   tables of 10 M rows of dimension 128; bottom MLP of 8 layers of 2048 on 13 dense
   features (projecting to 128); dot-product interaction; top MLP of 16 layers of 4096 and
   one output.
+- ``bert-topoopt``: the BERT-like transformer of TopoOpt's evaluation: 12 encoder layers,
+  hidden 1024, 16 heads, feed-forward 4096, sequence 64, WordPiece vocabulary 30522; each
+  block as its Q/K/V, attention, output-projection and two feed-forward layers.
+- ``candle-uno``: CANDLE Uno as configured in TopoOpt's evaluation (16 feature layers of
+  16384 per feature tower, 8 dense layers of 16384, one output). The input features follow
+  our reading of FlexFlow's ``candle_uno`` example (not reviewed against it): dose (1, two
+  inputs, no tower), cell RNA-seq (942), and for each of two drugs descriptors (5270) and
+  fingerprints (2048), each of the five non-dose inputs through its own tower.
+- ``ncf``: NCF as configured in TopoOpt's evaluation: 32 embedding tables of 1 M users and
+  1 M items (2 M rows) of dimension 128, an MLP of 8 layers of 4096 and one output.
 
 Examples
 --------
@@ -29,7 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Layer", "LayeredModel", "LAYERED", "resnet50", "vgg16", "dlrm"]
+__all__ = ["Layer", "LayeredModel", "LAYERED", "resnet50", "vgg16", "dlrm", "bert_topoopt",
+           "candle_uno", "ncf"]
 
 
 @dataclass(frozen=True)
@@ -118,5 +129,49 @@ def dlrm(tables: int = 64, rows: int = 10_000_000, dim: int = 128) -> LayeredMod
     return LayeredModel("dlrm", tuple(layers))
 
 
+def _mlp(prefix: str, widths: list[int]) -> list[Layer]:
+    return [Layer(f"{prefix}{i}", a * b + b, 2.0 * a * b, 2.0 * b)
+            for i, (a, b) in enumerate(zip(widths, widths[1:], strict=False))]
+
+
+def bert_topoopt(layers: int = 12, hidden: int = 1024, heads: int = 16, seq: int = 64,
+                 vocab: int = 30522) -> LayeredModel:
+    """TopoOpt's BERT-like transformer (see the module docstring); per sample = one
+    sequence."""
+    h, s = hidden, seq
+    out = [Layer("embedding", vocab * h + s * h + 2 * h, 0.0, 2.0 * s * h)]
+    for i in range(layers):
+        p = f"block{i}."
+        out += [Layer(p + "qkv", 3 * (h * h + h), 2.0 * 3 * h * h * s, 2.0 * 3 * s * h),
+                Layer(p + "attention", 0, 2.0 * 2 * s * s * h, 2.0 * s * h),
+                Layer(p + "proj", h * h + h + 2 * h, 2.0 * h * h * s, 2.0 * s * h),
+                Layer(p + "ffn1", h * 4 * h + 4 * h, 2.0 * 4 * h * h * s, 2.0 * 4 * s * h),
+                Layer(p + "ffn2", 4 * h * h + h + 2 * h, 2.0 * 4 * h * h * s, 2.0 * s * h)]
+    out.append(Layer("pooler", h * h + h, 2.0 * h * h, 2.0 * h))
+    return LayeredModel("bert-topoopt", tuple(out))
+
+
+def candle_uno(feature_layers: int = 16, dense_layers: int = 8, width: int = 16384) \
+        -> LayeredModel:
+    """CANDLE Uno in TopoOpt's configuration (see the module docstring)."""
+    towers = {"cell.rnaseq": 942, "drug1.descriptors": 5270, "drug1.fingerprints": 2048,
+              "drug2.descriptors": 5270, "drug2.fingerprints": 2048}
+    out: list[Layer] = []
+    for name, dim in towers.items():
+        out += _mlp(f"{name}.", [dim] + [width] * feature_layers)
+    concat = width * len(towers) + 2                 # the towers' outputs and two doses
+    out += _mlp("dense", [concat] + [width] * dense_layers + [1])
+    return LayeredModel("candle-uno", tuple(out))
+
+
+def ncf(tables: int = 32, rows: int = 2_000_000, dim: int = 128, mlp: int = 8,
+        width: int = 4096) -> LayeredModel:
+    """NCF in TopoOpt's configuration (see the module docstring)."""
+    out = [Layer(f"table{t}", rows * dim, 0.0, 2.0 * dim, "embedding") for t in range(tables)]
+    out += _mlp("mlp", [tables * dim] + [width] * mlp + [1])
+    return LayeredModel("ncf", tuple(out))
+
+
 #: Non-transformer models by name.
-LAYERED: dict[str, LayeredModel] = {m.name: m for m in (resnet50(), vgg16(), dlrm())}
+LAYERED: dict[str, LayeredModel] = {m.name: m for m in (resnet50(), vgg16(), dlrm(),
+                                                         bert_topoopt(), candle_uno(), ncf())}

@@ -1,0 +1,283 @@
+"""TopoOpt's alternating optimization: strategy for a fixed topology (MCMC), topology for
+a fixed strategy (TopologyFinder), K rounds, the best (strategy, topology) pair kept; and
+the baselines it is compared with.
+
+Wang et al., "TopoOpt" (NSDI 2023), ``../shared/reference/algorithms.md`` sections 1.2,
+1.6 and 1.7. The strategy search is a Metropolis walk over per-layer choices
+(:class:`~topocoll.fabric.topoopt_job.Job`): a move changes one layer (a table to another
+server, a dense layer to another degree), is scored on the fixed topology, and is
+accepted when faster or with probability ``exp(-beta (t_new / t_cur - 1))``; the walk
+restarts from the best every ``clamp(steps / 100, 1, 1000)`` moves (the released code's
+reset span). Moves that do not fit in memory are rejected. Budgets count moves, never
+seconds, and every draw comes from one seeded generator, so a run is reproducible.
+Pairs are always scored together (the pitfall of a flapping topology).
+
+Baselines, each with its own strategy search:
+
+- ``fattree``: the non-blocking fat-tree that costs the same as the TopoOpt design
+  (:func:`~topocoll.fabric.prices.equivalent_fattree_bandwidth`), modelled as one
+  non-blocking switch at that per-server bandwidth;
+- ``ideal_switch``: a non-blocking switch at ``d x B`` per server;
+- ``expander``: a random ``d``-regular graph (networkx, seeded) at ``B`` per port;
+- ``ocs``: a circuit switch reconfigured per phase: all ports as rings for the
+  all-reduce, then the TopologyFinder's topology for the model-parallel traffic alone, plus
+  two reconfiguration delays per iteration (TopoOpt's strategy).
+
+Examples
+--------
+>>> from topocoll.workload import LAYERED, find_device
+>>> job = Job(LAYERED["resnet50"], servers=16, device=find_device("a100-80g"),
+...           batch_per_gpu=128)
+>>> r = optimize(job, degree=4, port_bandwidth=12.5e9, rounds=1, steps=50, seed=1)
+>>> r.topology.meta["jumps"], r.timing.iteration_s > r.timing.compute_s
+({'16': [1, 5]}, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..topology import Link, Topology
+from .prices import PriceTable, equivalent_fattree_bandwidth, topoopt_cost
+from .topoopt import FinderResult, mp_matchings, topology_finder
+from .topoopt_job import FabricEval, Job, Timing
+
+__all__ = ["SPLITS", "mcmc", "optimize", "TopoOptResult", "baselines", "switch_fabric",
+           "expander_fabric", "describe_strategy"]
+
+Progress = Callable[[int, int], None]
+
+
+def mcmc(fabric: FabricEval, start: tuple[int, ...], *, steps: int, rng: np.random.Generator,
+         beta: float = 20.0, progress: Progress | None = None) \
+        -> tuple[tuple[int, ...], Timing]:
+    """The best strategy found by ``steps`` Metropolis moves from ``start`` on
+    ``fabric`` (see the module docstring)."""
+    job = fabric.job
+    cur = tuple(start)
+    t_cur = fabric.score(cur)
+    if t_cur is None:
+        raise InputError("the starting strategy does not fit in memory", item="strategy")
+    best, t_best = cur, t_cur
+    mutable = [i for i in range(len(cur)) if len(job.options(i)) > 1]
+    if not mutable:
+        return best, t_best
+    span = min(max(steps // 100, 1), 1000)
+    since = 0
+    for step in range(steps):
+        if since >= span:
+            cur, t_cur, since = best, t_best, 0
+        since += 1
+        i = mutable[int(rng.integers(len(mutable)))]
+        opts = [o for o in job.options(i) if o != cur[i]]
+        new = cur[:i] + (opts[int(rng.integers(len(opts)))],) + cur[i + 1:]
+        u = rng.random()                       # drawn every move: the stream stays aligned
+        t_new = fabric.score(new)
+        if progress is not None:
+            progress(step + 1, steps)
+        if t_new is None:
+            continue
+        a, b = t_new.iteration_s, t_cur.iteration_s
+        if a < t_best.iteration_s:
+            best, t_best, since = new, t_new, 0
+        if a < b or u < math.exp(-beta * (a / b - 1.0)):
+            cur, t_cur = new, t_new
+    return best, t_best
+
+
+@dataclass(frozen=True)
+class TopoOptResult:
+    """The best (strategy, topology) pair and how the search got there."""
+
+    job: Job
+    degree: int
+    port_bandwidth: float
+    strategy: tuple[int, ...]
+    timing: Timing
+    finder: FinderResult
+    diameter: int
+    history: tuple[dict, ...]
+
+    @property
+    def topology(self) -> Topology:
+        return self.finder.topology
+
+
+SPLITS = ("best", "proportional", "all-reduce")
+
+
+def _finder(job: Job, strategy, degree, bw, latency, split, routing) \
+        -> tuple[FinderResult, FabricEval]:
+    """The topology step: TopologyFinder for ``strategy``'s traffic. ``split="best"``
+    builds every even all-reduce port count and keeps the one the strategy runs fastest
+    on (ties: fewer ring ports); the matchings are computed once and shared."""
+    tr = job.traffic(strategy)
+    groups = {g: x for g, x in tr.allreduce.items() if x > 0}
+    mp = tr.mp_matrix()
+    if split != "best" or not groups or not mp.any():
+        fr = topology_finder(job.servers, degree, allreduce=groups, mp=mp, bandwidth=bw,
+                             latency=latency, split="proportional" if split == "best"
+                             else split)
+        return fr, FabricEval(job, fr.topology, rings=fr.jumps, routing=routing)
+    if job.servers % 2:
+        fr = topology_finder(job.servers, degree, allreduce=groups, mp=mp, bandwidth=bw,
+                             latency=latency, split="all-reduce")
+        return fr, FabricEval(job, fr.topology, rings=fr.jumps, routing=routing)
+    rounds = mp_matchings(mp, degree - 2)
+    best = None
+    for da in range(2, degree - degree % 2 + 1, 2):
+        fr = topology_finder(job.servers, degree, allreduce=groups, mp=mp, bandwidth=bw,
+                             latency=latency, allreduce_ports=da, matchings=rounds)
+        fe = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing)
+        t = fe.time(tr).iteration_s
+        if best is None or t < best[0]:
+            best = (t, fr, fe)
+    return best[1], best[2]
+
+
+def optimize(job: Job, *, degree: int, port_bandwidth: float, rounds: int = 3,
+             steps: int = 2000, seed: int = 0, latency: float = 1e-6,
+             split: str = "best", routing: str = "ecmp", beta: float = 20.0,
+             progress: Progress | None = None) -> TopoOptResult:
+    """TopoOpt's alternating optimization (see the module docstring): start from the
+    data-parallel strategy and its TopologyFinder topology; then ``rounds`` times search
+    the strategy on the current topology and rebuild the topology for it.
+
+    ``split``: ``"proportional"`` (the paper's port split by volume), ``"all-reduce"``
+    (the released code: every port to rings) or ``"best"`` (every even split tried on
+    the strategy, the fastest kept)."""
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise InputError(f"rounds must be a positive integer, got {rounds!r}", item="--rounds")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise InputError(f"steps must be a non-negative integer, got {steps!r}",
+                         item="--steps")
+    if split not in SPLITS:
+        raise InputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}",
+                         item="--split")
+    rng = np.random.default_rng(seed)
+    s = job.initial_strategy()
+    fr, fe = _finder(job, s, degree, port_bandwidth, latency, split, routing)
+    t = fe.score(s)
+    best = (s, t, fr, fe.links.diameter)
+    history = [{"round": 0, "iteration_s": t.iteration_s, "step": "data parallel"}]
+    done = 0
+    total = rounds * steps
+
+    def tick(k, _n):
+        if progress is not None:
+            progress(done + k, total)
+
+    for k in range(1, rounds + 1):
+        s, t = mcmc(fe, s, steps=steps, rng=rng, beta=beta, progress=tick)
+        done += steps
+        if t.iteration_s < best[1].iteration_s:
+            best = (s, t, fr, fe.links.diameter)
+        history.append({"round": k, "iteration_s": t.iteration_s, "step": "strategy"})
+        fr, fe = _finder(job, s, degree, port_bandwidth, latency, split, routing)
+        t = fe.score(s)
+        if t.iteration_s < best[1].iteration_s:
+            best = (s, t, fr, fe.links.diameter)
+        history.append({"round": k, "iteration_s": t.iteration_s, "step": "topology"})
+    s, t, fr, diam = best
+    return TopoOptResult(job, degree, port_bandwidth, s, t, fr, diam, tuple(history))
+
+
+def switch_fabric(n: int, bandwidth: float, latency: float = 1e-6) -> Topology:
+    """``n`` servers on one non-blocking switch at ``bandwidth`` bytes/s each way."""
+    links = []
+    for r in range(n):
+        links += [Link(r, n, bandwidth, latency / 2), Link(n, r, bandwidth, latency / 2)]
+    return Topology(f"switch:{n},B={bandwidth / 1e9:g}GB/s", n, 1, tuple(links))
+
+
+def expander_fabric(n: int, degree: int, bandwidth: float, latency: float = 1e-6,
+                    seed: int = 0) -> Topology:
+    """A random ``degree``-regular graph on ``n`` servers (networkx, seeded; redrawn
+    with the next seeds until connected)."""
+    import networkx as nx
+
+    if (n * degree) % 2:
+        raise InputError(f"a {degree}-regular graph needs n x d even, got {n} x {degree}",
+                         item="--degree")
+    for k in range(100):
+        g = nx.random_regular_graph(degree, n, seed=seed + k)
+        if nx.is_connected(g):
+            break
+    links = []
+    for a, b in sorted(g.edges()):
+        links += [Link(a, b, bandwidth, latency), Link(b, a, bandwidth, latency)]
+    return Topology(f"expander:{n},d={degree},seed={seed}", n, 0, tuple(links))
+
+
+def baselines(result: TopoOptResult, *, prices: PriceTable | None = None, steps: int = 2000,
+              seed: int = 0, latency: float = 1e-6, reconfig_delay: float = 1e-3,
+              routing: str = "ecmp", beta: float = 20.0) -> dict[str, dict]:
+    """The baselines of the module docstring for a TopoOpt ``result``; each with its own
+    strategy search of ``steps`` moves from the data-parallel start."""
+    job, d, B = result.job, result.degree, result.port_bandwidth
+    n = job.servers
+    cost = topoopt_cost(n, d, B, prices)
+    bft = equivalent_fattree_bandwidth(n, cost, prices)
+    start = job.initial_strategy()
+    out: dict[str, dict] = {}
+    fabrics = {"fattree": switch_fabric(n, bft, latency),
+               "ideal_switch": switch_fabric(n, d * B, latency),
+               "expander": expander_fabric(n, d, B, latency, seed)}
+    for name, topo in fabrics.items():
+        fe = FabricEval(job, topo, routing=routing)
+        s, t = mcmc(fe, start, steps=steps, rng=np.random.default_rng(seed), beta=beta)
+        out[name] = {**t.to_dict(), "strategy": describe_strategy(job, s)["counts"]}
+    out["fattree"]["bandwidth"] = bft
+    out["fattree"]["cost_usd"] = cost
+    # OCS: rings for the all-reduce phase, the finder's topology for the MP phase
+    tr = job.traffic(result.strategy)
+    ar = {g: x for g, x in tr.allreduce.items() if x > 0}
+    mp = tr.mp_matrix()
+    t_ar = t_mp = 0.0
+    if ar:
+        fr = topology_finder(n, d, allreduce=ar, bandwidth=B, latency=latency,
+                             split="all-reduce")
+        t_ar = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing).time(
+            _only(tr, allreduce=True)).allreduce_s
+    if mp.any():
+        fr = topology_finder(n, d, allreduce={n: 1.0}, mp=mp, bandwidth=B, latency=latency,
+                             split="all-reduce" if n % 2 else "proportional")
+        t_mp = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing).time(
+            _only(tr, allreduce=False)).mp_s
+    c = float(tr.compute.max())
+    out["ocs"] = {"iteration_s": c + t_mp + t_ar + 2 * reconfig_delay, "compute_s": c,
+                  "mp_s": t_mp, "allreduce_s": t_ar, "reconfig_delay_s": reconfig_delay,
+                  "cost_usd": topoopt_cost(n, d, B, prices, ocs=True)}
+    return out
+
+
+def _only(tr, *, allreduce: bool):
+    from dataclasses import replace
+
+    if allreduce:
+        return replace(tr, tp={}, embedding=np.zeros_like(tr.embedding), mp_phases=0)
+    return replace(tr, allreduce={})
+
+
+def describe_strategy(job: Job, strategy: tuple[int, ...]) -> dict:
+    """The strategy for people: per layer ``dp``, ``tp<k>`` or ``server<s>``, and counts."""
+    per = []
+    counts: dict[str, int] = {}
+    for ly, c in zip(job.model.layers, strategy, strict=True):
+        if ly.kind == "embedding":
+            tag, key = f"server{c}", "embedding"
+        else:
+            tag = "dp" if c == 1 else f"tp{c}"
+            key = tag
+        per.append({"layer": ly.name, "choice": tag})
+        counts[key] = counts.get(key, 0) + 1
+    servers = sorted({c for ly, c in zip(job.model.layers, strategy, strict=True)
+                      if ly.kind == "embedding"})
+    if servers:
+        counts["table_servers"] = len(servers)
+    return {"layers": per, "counts": counts}
