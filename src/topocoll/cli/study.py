@@ -15,7 +15,7 @@ __all__ = ["study"]
 @app.command()
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
-              help="Study to run: swing, validation or libra.")],
+              help="Study to run: swing, validation, libra or topoopt.")],
           output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the "
                                                "results page, JSON and figures.")]
           = Path("docs/studies"),
@@ -37,6 +37,9 @@ def study(name: Annotated[str, typer.Argument(
     if name == "libra":
         _libra(output, as_json)
         return
+    if name == "topoopt":
+        _topoopt(output, as_json)
+        return
 
     from ..errors import NotSupportedError
     from ..studies.swing import (
@@ -49,7 +52,7 @@ def study(name: Annotated[str, typer.Argument(
 
     if name != "swing":
         raise NotSupportedError(f"unknown study {name!r} (available: swing, validation, "
-                                f"libra)")
+                                f"libra, topoopt)")
     if routing not in ("spray", "shortest", "ecmp"):
         raise NotSupportedError(f"routing must be spray, shortest or ecmp, got {routing!r}")
     setup = StudySetup(routing=routing)
@@ -133,4 +136,33 @@ def _libra(output: Path, as_json: bool) -> None:
                   f"B = {' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} GB/s  "
                   f"{c.time_s:.4g} s (equal split {c.equal_time_s:.4g} s, speedup "
                   f"{c.speedup:.3f}), ${c.cost_usd / 1e6:.2f}M", highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _topoopt(output: Path, as_json: bool) -> None:
+    from rich.progress import Progress
+
+    from ..studies.topoopt import (
+        STUDY_DEGREES,
+        STUDY_GBPS,
+        STUDY_MODELS,
+        run_topoopt_study,
+        write_topoopt_study,
+    )
+
+    total = len(STUDY_MODELS) * len(STUDY_DEGREES) * len(STUDY_GBPS)
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("TopoOpt study", total=total)
+
+        def step(label: str) -> None:
+            bar.update(task, advance=1, description=label)
+
+        res = run_topoopt_study(progress=step)
+    paths = write_topoopt_study(output, res)
+    if as_json:
+        print_json({"written": [str(p) for p in paths], "max_speedup": res["max_speedup"]})
+        return
+    for m, v in res["max_speedup"].items():
+        out.print(f"{m:14s} max speedup over the cost-equivalent fat-tree {v['speedup']:.2f}x "
+                  f"(d={v['degree']}, {v['gbps']:g} Gb/s)", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
