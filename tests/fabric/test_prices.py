@@ -33,6 +33,12 @@ def test_fattree_counts_and_topoopt_cost():
     # two tiers: NIC + 3 transceivers + 3 switch ports + 2 fibers per server
     assert fattree_cost(128, 100 * G, p) == pytest.approx(128 * (300 + 3 * (99 + 200) + 20))
     assert topoopt_cost(128, 4, 100 * G, p) == pytest.approx(128 * 4 * (300 + 99 + 100 + 5))
+    # three tiers: 5 and 5; oversubscribed 4:1 above the edge: 1 + 2 x 2 / 4 ends
+    assert fattree_cost(4096, 100 * G, p) == pytest.approx(4096 * (300 + 5 * 299 + 30))
+    assert fattree_cost(4096, 100 * G, p, oversubscription=4) == pytest.approx(
+        4096 * (300 + 2 * 299 + 10 + 2 * 10 / 4))
+    with pytest.raises(InputError):
+        fattree_cost(16, G, p, oversubscription=0.5)
     assert topoopt_cost(128, 4, 100 * G, p, ocs=True) > topoopt_cost(128, 4, 100 * G, p)
 
 

@@ -10,9 +10,11 @@ transceivers and patch-panel ports per server). Pass your own :class:`PriceTable
 YAML file to ``topocoll topoopt --prices``) for real quotes.
 
 - Fat-tree of ``t`` tiers (``t = 2`` when ``n <= radix^2 / 2`` servers, else 3),
-  non-blocking, per server: one NIC port, ``2t - 1`` transceivers and ``2t - 1`` switch
-  ports (the usual count: 5 and 5 for three tiers) and ``t`` fibers, all at the server's
-  speed.
+  per server: one NIC port; the server's link ends in a switch port with a transceiver;
+  each of the ``t - 1`` links above it has two such ends and a fiber. Non-blocking, that
+  is ``2t - 1`` transceivers and ``2t - 1`` switch ports (the usual count: 5 and 5 for
+  three tiers) and ``t`` fibers, all at the server's speed; with oversubscription ``o``
+  at the edge, the links above the edge are ``1/o`` as many.
 - Direct-connect (patch panel), per server: ``d`` x (NIC port + transceiver + patch-panel
   port + half a fiber) at the port speed; an OCS replaces the patch-panel port by an OCS
   port.
@@ -99,13 +101,17 @@ def fattree_tiers(servers: int, radix: int = 64) -> int:
 
 
 def fattree_cost(servers: int, bandwidth: float, prices: PriceTable | None = None,
-                 radix: int = 64) -> float:
-    """Dollars for a non-blocking fat-tree giving every server ``bandwidth`` bytes/s."""
+                 radix: int = 64, oversubscription: float = 1.0) -> float:
+    """Dollars for a fat-tree giving every server ``bandwidth`` bytes/s at the edge,
+    ``oversubscription`` times fewer links above it (1: non-blocking)."""
+    if not oversubscription >= 1:
+        raise InputError(f"oversubscription must be >= 1, got {oversubscription}",
+                         item="oversubscription")
     p = prices or PriceTable()
     t = fattree_tiers(servers, radix)
-    per = (p.price("nic", bandwidth) + (2 * t - 1) * (p.price("transceiver", bandwidth)
-                                                      + p.price("switch_port", bandwidth))
-           + t * p.fiber)
+    end = p.price("transceiver", bandwidth) + p.price("switch_port", bandwidth)
+    up = (t - 1) / oversubscription
+    per = p.price("nic", bandwidth) + end + p.fiber + up * (2 * end + p.fiber)
     return servers * per
 
 
