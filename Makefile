@@ -20,12 +20,18 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/topocoll demo
 
-# The emulated-cluster tests need iproute2 (ip, tc); install it when missing and possible.
+# The emulated-cluster tests need iproute2 (ip, tc), the report test Debian's chromium;
+# install them when missing and possible.
 sysdeps:
 	@if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; \
 	  else echo "iproute2 missing and not installable here: testbed tests will be skipped"; fi; \
+	fi
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "chromium missing and not installable here: the report browser test will be skipped"; fi; \
 	fi
 
 test: $(VENV)/.installed-dev sysdeps

@@ -2,11 +2,13 @@
 
 Run with::
 
-    .venv/bin/python benchmarks/bench_sweep.py [--points N] [--workers W]
+    .venv/bin/python benchmarks/bench_sweep.py [--points N] [--workers W] [--backend ray]
 
 Target (issue "Design-space sweeps"): 10,000 points in under 5 minutes on 2 cores. Prints
 points, seconds, points per second and the per-point overhead against running the same
-commands in one process without the sweep machinery.
+commands in one process without the sweep machinery. With ``--backend ray`` the same
+points run as tasks on a local Ray cluster (started and stopped by the sweep, included in
+the time); the overhead per point is ``seconds x workers / points`` minus the direct time.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TOPOS = [f"ring:{n}" for n in range(4, 36)] + [f"torus:{a}x{b}" for a in (2, 3, 4)
+TOPOS = [f"ring:{n}" for n in range(4, 84)] + [f"torus:{a}x{b}" for a in (2, 3, 4)
                                                for b in (2, 3, 4, 5)]
 ALGOS = ["ring", "recursive_doubling", "direct", "bidirectional_ring", "swing"]
 SIZES = [f"{2 ** k}B" for k in range(4, 30)]
@@ -29,6 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", type=int, default=10_000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--backend", default="local")
     a = ap.parse_args()
     from topocoll.cli.runner import run_argv
     from topocoll.sweep import SweepStore, parse_sweep, run_sweep
@@ -53,7 +56,7 @@ def main() -> None:
 
     pre = Prefix(spec.command, spec.grid, spec.fixed, spec.sample, spec.repeat)
     t0 = time.perf_counter()
-    s = run_sweep(pre, store, run_argv, workers=a.workers)
+    s = run_sweep(pre, store, run_argv, workers=a.workers, backend=a.backend)
     dt = time.perf_counter() - t0
     store.close()
     t1 = time.perf_counter()
@@ -61,6 +64,8 @@ def main() -> None:
         run_argv(p.argv())
     direct = (time.perf_counter() - t1) / min(100, len(pts))
     print(json.dumps({"points": s.total, "failed": s.failed, "workers": a.workers,
+                      "backend": a.backend,
+                      "overhead_s_per_point": round(dt * a.workers / s.total - direct, 4),
                       "seconds": round(dt, 2), "points_per_s": round(s.total / dt, 1),
                       "direct_s_per_point_one_process": round(direct, 4),
                       "load": round(os.getloadavg()[0], 2)}))

@@ -427,6 +427,10 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("libra-min-cost", ["libra", "--objective", "min-cost", "-c", "B0 + B1 + B2 + B3 <= 5"],
      2, "time-target"),
     ("libra-pareto", ["libra", "--pareto", "{d}/x.svg"], 2, "x.svg"),
+    # --- sweep options
+    ("sweep-backend", ["sweep", "run", "{d}/s.json", "--backend", "dask"], 2, "backend"),
+    ("sweep-address", ["sweep", "run", "{d}/s.json", "--address", "x:1"], 2, "address"),
+    ("sweep-flush", ["sweep", "run", "{d}/s.json", "--flush-every", "0"], 2, "flush-every"),
     # --- topoopt
     ("topoopt-model", ["topoopt", "-m", "gpt3-175b"], 2, "model"),
     ("topoopt-servers", ["topoopt", "--servers", "2"], 2, "servers"),

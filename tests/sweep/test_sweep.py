@@ -102,21 +102,24 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
            "--workers", "2"]
     env = dict(os.environ, TOPOCOLL_CACHE=str(tmp_path / "cache"))
     recorded = []
-    for target in (3, 9):              # kill -9 once `target` points are recorded, twice
-        p = subprocess.Popen(cmd + ["--json"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        for line in p.stdout:           # one JSON line per recorded point
-            done = json.loads(line).get("done", 0)
-            if done >= target:
+    # kill -9 twice: once `target` points are safely recorded (one per transaction), then
+    # once `target` are done while four are written per transaction (some in flight lost)
+    for target, flush, key in ((3, "1", "recorded"), (9, "4", "done")):
+        p = subprocess.Popen(cmd + ["--json", "--flush-every", flush], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             start_new_session=True)
+        for line in p.stdout:           # one JSON line per finished point
+            rec = json.loads(line)
+            if rec.get(key, 0) >= target:
                 os.killpg(p.pid, signal.SIGKILL)
                 break
         p.wait()
-        recorded.append(done)
-    assert recorded[0] >= 3 and recorded[1] >= 9 and recorded[1] < 24
+        recorded.append(rec["recorded"])
+    assert recorded[0] >= 3 and 3 <= recorded[1] < 24
     r = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     last = json.loads(r.stdout.strip().splitlines()[-1])
-    assert last["total"] == 24 and last["failed"] == 0 and last["skipped"] >= 9
+    assert last["total"] == 24 and last["failed"] == 0 and last["skipped"] >= recorded[1]
     store = SweepStore(db, read_only=True)
     _, rows = store.query("SELECT count(*), count(DISTINCT point_id) FROM points")
     assert rows == [(24, 24)]

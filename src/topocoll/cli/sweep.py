@@ -26,18 +26,34 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
               db: DbOpt = Path("sweep.duckdb"),
               workers: Annotated[int, typer.Option(help="Worker processes (1: in this "
                                                         "process).")] = 2,
+              backend: Annotated[str, typer.Option(
+                  help="local (process pool) or ray (--address, or a local Ray cluster "
+                       "started and stopped here).")] = "local",
+              address: Annotated[str | None, typer.Option(
+                  help="Ray cluster address (ray://host:10001 or host:6379).")] = None,
+              flush_every: Annotated[int, typer.Option(
+                  help="Points written per transaction (a kill re-runs at most these).")]
+              = 32,
               as_json: JsonOpt = False) -> None:
     """Run every point of SPEC not yet in the database (resumable; failures recorded).
 
-    With --json: one JSON line per finished point ({"done", "total", "failed"}), then the
-    summary line."""
+    With --json: one JSON line per finished point ({"done", "total", "failed",
+    "recorded"}), then the summary line."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..sweep import SweepStore, load_sweep, run_sweep
+    from ..sweep import BACKENDS, SweepStore, load_sweep, run_sweep
     from .runner import run_argv
 
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}", item="--workers")
+    if backend not in BACKENDS:
+        raise InputError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}",
+                         item="--backend")
+    if address is not None and backend != "ray":
+        raise InputError("--address is for --backend ray", item="--address")
+    if flush_every < 1:
+        raise InputError(f"--flush-every must be at least 1, got {flush_every}",
+                         item="--flush-every")
     known = ({c.name for c in app.registered_commands if c.name}
              | {g.name for g in app.registered_groups if g.name}
              | {c.callback.__name__ for c in app.registered_commands if not c.name})
@@ -51,15 +67,18 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
                       console=err, transient=True, disable=as_json) as bar:
             task = bar.add_task("sweep", total=None)
 
-            def progress(done, total, failed):
+            def progress(done, total, failed, recorded):
                 bar.update(task, completed=done, total=total,
                            description=f"sweep ({failed} failed)")
                 if as_json:   # one compact line per point: JSON lines for machines
                     sys.stdout.write(json.dumps({"done": done, "total": total,
-                                                 "failed": failed}) + "\n")
+                                                 "failed": failed,
+                                                 "recorded": recorded}) + "\n")
                     sys.stdout.flush()
 
-            summary = run_sweep(s, store, run_argv, workers=workers, progress=progress)
+            summary = run_sweep(s, store, run_argv, workers=workers, backend=backend,
+                                address=address, flush_every=flush_every,
+                                progress=progress)
     finally:
         store.close()
     rec = {"db": str(db), "total": summary.total, "skipped": summary.skipped,

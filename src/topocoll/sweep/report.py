@@ -85,9 +85,12 @@ def figures(rows: list[dict]) -> list[tuple[str, str]]:
             fig.tight_layout()
             out.append((f"time and bus bandwidth against size: {topo}", _png(fig)))
             plt.close(fig)
-    costed = [r for r in rows if _num(r.get("cost_usd")) and _num(r.get("time_s"))]
+    def _time(r):          # LIBRA reports time_s, TopoOpt and train iteration_s
+        return _num(r.get("time_s")) or _num(r.get("iteration_s"))
+
+    costed = [r for r in rows if _num(r.get("cost_usd")) and _time(r)]
     if costed:
-        pts = sorted((_num(r["cost_usd"]), _num(r["time_s"])) for r in costed)
+        pts = sorted((_num(r["cost_usd"]), _time(r)) for r in costed)
         front, best = [], float("inf")
         for c, t in pts:
             if t < best:

@@ -22,10 +22,17 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 
 from .. import __version__
+from ..errors import InputError, NotSupportedError
 from .spec import Point, SweepSpec
 from .store import SweepStore
 
-__all__ = ["SweepSummary", "run_sweep", "spec_hash"]
+__all__ = ["SweepSummary", "run_sweep", "spec_hash", "FLUSH_POINTS", "BACKENDS"]
+
+BACKENDS = ("local", "ray")
+
+#: Finished points written to the database in one transaction. A kill loses at most these
+#: (they are run again on resume); a count, not a time, so runs stay reproducible.
+FLUSH_POINTS = 32
 
 
 @dataclass(frozen=True)
@@ -68,29 +75,64 @@ def _run_point(execute: Callable, argv: list[str]) -> tuple[str, object, str | N
 
 
 def run_sweep(spec: SweepSpec, store: SweepStore, execute: Callable, *, workers: int = 2,
-              progress: Callable[[int, int, int], None] | None = None) -> SweepSummary:
+              backend: str = "local", address: str | None = None,
+              flush_every: int = FLUSH_POINTS,
+              progress: Callable[[int, int, int, int], None] | None = None) -> SweepSummary:
     """Run every point of ``spec`` not yet in ``store`` and record each as it finishes.
 
-    ``progress(done, total, failed)`` is called after every point.
+    ``backend``: ``"local"`` (a process pool of ``workers``) or ``"ray"`` (tasks on the
+    Ray cluster at ``address``, or on a local one of ``workers`` CPUs started and stopped
+    here). Either way only this process writes ``store``, ``flush_every`` points per
+    transaction. ``progress(done, total, failed, recorded)`` is called after every point
+    (``recorded``: points safely in the database).
     """
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}",
+                         item="--backend")
+    if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
+        raise InputError(f"flush_every must be a positive integer, got {flush_every!r}",
+                         item="--flush-every")
     points = spec.points()
     done = store.done()
     todo = [p for p in points if p.point_id not in done]
     sh = spec_hash(spec)
     failed = ran = 0
     if progress is not None:
-        progress(len(points) - len(todo), len(points), 0)
+        progress(len(points) - len(todo), len(points), 0, len(points) - len(todo))
+
+    buffer: list[tuple] = []
+    recorded = len(points) - len(todo)
+
+    def flush() -> None:
+        nonlocal recorded
+        store.record_many(buffer)
+        recorded += len(buffer)
+        buffer.clear()
 
     def record(p: Point, res) -> None:
         nonlocal failed, ran
         status, metrics, error, dt = res
-        store.record(p.point_id, sh, p.command, p.options, status, error, metrics, dt,
-                     __version__)
+        buffer.append((p.point_id, sh, p.command, p.options, status, error, metrics, dt,
+                       __version__))
+        if len(buffer) >= flush_every:
+            flush()
         ran += 1
         failed += status != "ok"
         if progress is not None:
-            progress(len(points) - len(todo) + ran, len(points), failed)
+            progress(len(points) - len(todo) + ran, len(points), failed, recorded)
 
+    try:
+        if backend == "ray":
+            _dispatch_ray(todo, execute, workers, record, address)
+        else:
+            _dispatch(todo, execute, workers, record)
+    finally:
+        flush()
+    store.refresh_view()
+    return SweepSummary(len(points), len(points) - len(todo), ran, failed)
+
+
+def _dispatch(todo: list[Point], execute: Callable, workers: int, record: Callable) -> None:
     if workers <= 1:
         for p in todo:
             record(p, _run_point(execute, p.argv()))
@@ -112,5 +154,58 @@ def run_sweep(spec: SweepSpec, store: SweepStore, execute: Callable, *, workers:
                     nxt = next(it, None)
                     if nxt is not None:
                         pending[pool.submit(_run_point, execute, nxt.argv())] = nxt
-    store.refresh_view()
-    return SweepSummary(len(points), len(points) - len(todo), ran, failed)
+
+
+def _dispatch_ray(todo: list[Point], execute: Callable, workers: int, record: Callable,
+                  address: str | None) -> None:
+    """Run the points as Ray tasks (one CPU each, no retries: a failure is a result),
+    ``2 x workers`` in flight, results recorded by the caller as they finish."""
+    if not todo:
+        return
+    try:
+        import ray
+    except ImportError:
+        raise NotSupportedError("the Ray backend needs Ray: pip install 'topocoll[ray]'") \
+            from None
+    import logging
+
+    started = not ray.is_initialized()
+    reaper = None
+    if started:
+        kw = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=False)
+        try:
+            if address:
+                ray.init(address=address, **kw)
+            else:
+                from .reaper import start_reaper
+
+                reaper = start_reaper()          # the local cluster dies with this process
+                ray.init(address="local", num_cpus=max(1, workers), include_dashboard=False,
+                         **kw)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise InputError(f"cannot reach the Ray cluster at {address!r}: {e}",
+                             item="--address") from None
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(_run_point)
+        slots = 2 * max(1, workers if not address else
+                        int(ray.cluster_resources().get("CPU", workers)))
+        pending: dict = {}
+        it = iter(todo)
+        for p in it:
+            pending[task.remote(execute, p.argv())] = p
+            if len(pending) >= slots:
+                break
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                p = pending.pop(ref)
+                record(p, ray.get(ref))
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending[task.remote(execute, nxt.argv())] = nxt
+    finally:
+        if started:
+            ray.shutdown()
+        if reaper is not None:
+            reaper.terminate()
+            reaper.wait()

@@ -71,13 +71,33 @@ class SweepStore:
     def record(self, point_id: str, spec_hash: str, command: str, params: dict, status: str,
                error: str | None, metrics, seconds: float, version: str) -> None:
         """Insert one point (ignored if it is already there)."""
+        self.record_many([(point_id, spec_hash, command, params, status, error, metrics,
+                           seconds, version)])
+
+    def record_many(self, rows: list[tuple]) -> None:
+        """Insert points in one transaction, each a tuple of :meth:`record`'s arguments
+        (those already there are ignored). A kill before the commit loses none of the
+        points already committed; the ones in flight are simply run again."""
+        if not rows:
+            return
         n = self.con.execute("SELECT count(*) FROM points").fetchone()[0]
-        self.con.execute(
-            "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [point_id, spec_hash, command, json.dumps(params, sort_keys=True), status, error,
-             None if metrics is None else json.dumps(metrics, sort_keys=True), seconds,
-             version, n])
-        self.con.commit() if hasattr(self.con, "commit") else None
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            # one statement for the batch (DuckDB's executemany runs one per row)
+            values = [v for i, (pid, sh, cmd, params, status, error, metrics, sec, ver)
+                      in enumerate(rows)
+                      for v in (pid, sh, cmd, json.dumps(params, sort_keys=True), status,
+                                error,
+                                None if metrics is None else json.dumps(metrics,
+                                                                        sort_keys=True),
+                                sec, ver, n + i)]
+            self.con.execute("INSERT OR IGNORE INTO points VALUES "
+                             + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
+                             values)
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
 
     def rows(self) -> list[dict]:
         """Every output record with its point's parameters (what the ``results`` view
