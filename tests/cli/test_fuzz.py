@@ -431,6 +431,18 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("sweep-backend", ["sweep", "run", "{d}/s.json", "--backend", "dask"], 2, "backend"),
     ("sweep-address", ["sweep", "run", "{d}/s.json", "--address", "x:1"], 2, "address"),
     ("sweep-flush", ["sweep", "run", "{d}/s.json", "--flush-every", "0"], 2, "flush-every"),
+    # --- dlcp
+    ("dlcp-model", ["dlcp", "-m", "gpt3-175b"], 2, "model"),
+    ("dlcp-scheme", ["dlcp", "--schemes", "baseline,magic"], 2, "magic"),
+    ("dlcp-workers", ["dlcp", "--workers", "99"], 2, "workers"),
+    ("dlcp-load", ["dlcp", "--background-load", "1.5"], 2, "background"),
+    ("dlcp-eps", ["dlcp", "--eps", "0"], 2, "eps"),
+    ("dlcp-iterations", ["dlcp", "--iterations", "0"], 2, "iterations"),
+    ("dlcp-window", ["dlcp", "--window", "0"], 2, "window"),
+    ("dlcp-payload", ["dlcp", "--payload", "8B"], 2, "payload"),
+    ("dlcp-buffer", ["dlcp", "--buffer", "lots"], 2, "lots"),
+    ("dlcp-direct", ["dlcp", "-t", "ring:8"], 2, "switched"),
+    ("dlcp-topology", ["dlcp", "-t", "leafspine:leaves=0"], 2, "spines"),
     # --- topoopt
     ("topoopt-model", ["topoopt", "-m", "gpt3-175b"], 2, "model"),
     ("topoopt-servers", ["topoopt", "--servers", "2"], 2, "servers"),

@@ -9,6 +9,7 @@ from . import (
     bound,
     compare,
     demo,
+    dlcp,
     export,
     libra,
     listing,
@@ -24,7 +25,7 @@ from . import (
 from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
-           "study", "testbed", "topology", "train", "libra", "sweep", "topoopt"]
+           "study", "testbed", "topology", "train", "libra", "sweep", "topoopt", "dlcp"]
 
 
 def main() -> None:

@@ -1,0 +1,205 @@
+"""DLCP's scenario: data-parallel gradient exchange through a parameter server on a
+switched fabric under background load, with DLCP's mechanisms added one at a time.
+
+Wang et al., "Domain-specific Communication Optimization for Distributed DNN Training"
+(DLCP, arXiv 2020); ``../shared/reference/algorithms.md`` section 4. Every iteration:
+
+- the model's gradients (fp32) are cut into buckets of about ``bucket`` bytes in layer
+  order (as frameworks bucket them); each of ``workers`` hosts is also the parameter
+  server of ``1/workers`` of every bucket (co-located, sharded PS), so each bucket is a
+  push from every worker to every other server (loss allowed: the budget ``eps``), then a
+  pull of the reduced shard back (reliable: replicas must stay identical,
+  :func:`~topocoll.sim.bounded_loss.loss_allowed`);
+- background flows arrive as a Poisson process at every host, ``background_load`` of its
+  link on average, exponential sizes (mean 1 MB), to random hosts, in the middle traffic
+  class;
+- per-block gradient magnitudes are drawn (log-normal, seeded) to set packet priorities.
+
+Schemes, each adding one mechanism to the previous one (the ablation of the issue):
+
+``baseline``        drop-tail FIFO ports, ECMP per message, reliable transport (a TCP-like
+                    tail: a lost last packet is found after ``rto``)
+``layer_priority``  strict priority by layer, one class per message (ByteScheduler-like)
+``spray``           packets sprayed over every shortest path
+``packet_priority`` per-packet classes by layer and magnitude
+``selective_drop``  per-class admission thresholds (low classes dropped first)
+``dlcp``            the bounded-loss receiver on pushes (``eps``), tail timer instead of RTO
+
+The transport keeps a fixed window of ``window`` packets in flight per message, clocked by
+acknowledgements, without congestion control; the fabric's queues and policies decide the
+rest. Iteration communication time is the time until every pull
+has completed.
+
+Examples
+--------
+>>> from topocoll.topology.spec import parse_spec
+>>> from topocoll.workload import LAYERED
+>>> t = parse_spec("leafspine:leaves=2,spines=2,hosts=2,bw=10Gbps")
+>>> recs = run_dlcp(t, LAYERED["resnet50"], workers=4, iterations=2, seed=1,
+...                 schemes=("baseline", "dlcp"), background_load=0.0, scale=0.05)
+>>> [r["scheme"] for r in recs], recs[0]["loss_fraction"]
+(['baseline', 'dlcp'], 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..sim.dlcp_engine import Background, Message, shortest_paths, simulate_messages
+from ..sim.gradient_packets import NUM_QUEUES, packetize
+from ..sim.queue_policies import DropTail, SelectiveDrop, StrictPriority
+from ..topology import Topology
+from ..workload import LayeredModel
+
+__all__ = ["SCHEMES", "run_dlcp", "dlcp_messages", "background_flows"]
+
+SCHEMES = ("baseline", "layer_priority", "spray", "packet_priority", "selective_drop",
+           "dlcp")
+_BG_CLASS = 4
+
+
+def _buckets(model: LayeredModel, bucket: float, scale: float) -> list[tuple[int, int]]:
+    """(first layer index, bytes) of each gradient bucket, input side first."""
+    out, cur, first = [], 0.0, 0
+    layers = [ly for ly in model.layers if ly.params]
+    for i, ly in enumerate(layers):
+        cur += 4.0 * ly.params * scale
+        if cur >= bucket:
+            out.append((first, int(cur)))
+            cur, first = 0.0, i + 1
+    if cur > 0:
+        out.append((first, int(cur)))
+    return out
+
+
+def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
+                  payload: int, bucket: float, scale: float, rng: np.random.Generator) \
+        -> tuple[list[Message], int]:
+    """The messages of one iteration under ``scheme`` and the pushed bytes."""
+    bks = _buckets(model, bucket, scale)
+    nb = len(bks)
+    msgs: list[Message] = []
+    pushed = 0
+    mid = 0
+    for b, (_, nbytes) in enumerate(bks):
+        layer_rank = 4 * b // max(nb, 1)                    # 0..3, input side first
+        shard = max(1, nbytes // workers)
+        for s in range(workers):                            # s serves this shard
+            push_ids = []
+            for w in range(workers):
+                if w == s:
+                    continue
+                npk = max(1, -(-shard // payload))
+                scores = rng.lognormal(0.0, 1.0, npk)
+                if scheme == "baseline":
+                    pk = packetize(mid, shard, payload, layer=b, flat_priority=1)
+                elif scheme in ("layer_priority", "spray"):
+                    pk = packetize(mid, shard, payload, layer=b, flat_priority=1 + layer_rank)
+                else:
+                    pk = packetize(mid, shard, payload, layer=b, layer_rank=layer_rank,
+                                   scores=scores, buckets=2, a=1, b=3, queues=NUM_QUEUES)
+                msgs.append(Message(mid, w, s, tuple(pk),
+                                    eps=eps if scheme == "dlcp" else 0.0))
+                push_ids.append(mid)
+                pushed += shard
+                mid += 1
+            for w in range(workers):                        # pulls: reliable
+                if w == s:
+                    continue
+                pr = None if scheme != "baseline" else 1
+                pk = packetize(mid, shard, payload, layer=b,
+                               flat_priority=pr if pr is not None else 1 + layer_rank)
+                msgs.append(Message(mid, s, w, tuple(pk), deps=tuple(push_ids)))
+                mid += 1
+    return msgs, pushed
+
+
+def background_flows(hosts: int, bandwidth: float, load: float, window: float,
+                     rng: np.random.Generator, mean_bytes: float = 1e6) -> list[Background]:
+    """Poisson arrivals at every host over ``window`` seconds, ``load`` of ``bandwidth``
+    on average, exponential sizes, random destinations."""
+    if load <= 0:
+        return []
+    rate = load * bandwidth / mean_bytes
+    out = []
+    for h in range(hosts):
+        t = rng.exponential(1 / rate)
+        while t < window:
+            d = int(rng.integers(hosts - 1))
+            d += d >= h
+            out.append(Background(float(t), h, d, max(1, int(rng.exponential(mean_bytes))),
+                                  _BG_CLASS))
+            t += rng.exponential(1 / rate)
+    return out
+
+
+def _policy(scheme: str, buffer: int):
+    if scheme == "baseline":
+        return DropTail(buffer)
+    if scheme == "selective_drop" or scheme == "dlcp":
+        return SelectiveDrop(buffer, queues=NUM_QUEUES)
+    return StrictPriority(buffer)
+
+
+def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
+             background_load: float = 0.5, iterations: int = 5, seed: int = 0,
+             schemes: Sequence[str] = SCHEMES, eps: float = 0.02, buffer: int = 1 << 20,
+             payload: int = 64 * 1024, bucket: float = 25e6, scale: float = 1.0,
+             tail_timer: float = 50e-6, rto: float = 1e-3, window: int = 2,
+             progress: Callable[[str], None] | None = None) -> list[dict]:
+    """One record per scheme: ``scheme``, ``p50_s`` and ``p99_s`` of the iteration
+    communication time, ``loss_fraction`` (pushed bytes taken as zero), mean
+    ``retransmitted_bytes`` per iteration, ``drops`` (gradient packets) and
+    ``iterations_s``. Iteration ``i`` uses the same background and magnitudes under every
+    scheme (seeded by ``seed`` and ``i``). ``scale`` shrinks the gradients (tests)."""
+    for s in schemes:
+        if s not in SCHEMES:
+            raise InputError(f"unknown scheme {s!r} (known: {', '.join(SCHEMES)})",
+                             item="--schemes")
+    n = topology.num_ranks
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 2 <= workers <= n:
+        raise InputError(f"workers must be 2..{n} (the hosts of the topology), got "
+                         f"{workers!r}", item="--workers")
+    if not 0 <= background_load < 1:
+        raise InputError(f"background load must be in [0, 1), got {background_load}",
+                         item="--background-load")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise InputError(f"iterations must be a positive integer, got {iterations!r}",
+                         item="--iterations")
+    if not 0 < eps < 1:
+        raise InputError(f"eps must be in (0, 1), got {eps}", item="--eps")
+    paths = shortest_paths(topology)
+    host_bw = min(lk.bandwidth for lk in topology.links if lk.src < n)
+    total = 4.0 * model.parameters * scale
+    # the window over which background arrives: a few times the ideal exchange
+    bg_window = 3 * 2 * total * (workers - 1) / workers / host_bw
+    out = []
+    for sch in schemes:
+        times, zero, pushed, retx = [], 0, 0, 0
+        drops = np.zeros(8, np.int64)
+        for it in range(iterations):
+            if progress is not None:
+                progress(f"{sch} iteration {it + 1}")
+            rng = np.random.default_rng([seed, it])
+            bg = background_flows(n, host_bw, background_load, bg_window, rng)
+            msgs, p = dlcp_messages(model, workers, sch, eps=eps, payload=payload,
+                                    bucket=bucket * scale, scale=scale, rng=rng)
+            r = simulate_messages(topology, msgs, _policy(sch, buffer),
+                                  spray=sch not in ("baseline", "layer_priority"),
+                                  tail_timer=tail_timer, rto=rto, background=bg,
+                                  payload=payload, paths=paths, seed=seed + it,
+                                  window=window)
+            times.append(float(r.finish.max()))
+            zero += int(r.zero_filled.sum())
+            pushed += p
+            retx += r.retransmitted_bytes
+            drops += r.drops
+        out.append({"scheme": sch, "p50_s": float(np.percentile(times, 50)),
+                    "p99_s": float(np.percentile(times, 99)),
+                    "loss_fraction": zero / pushed if pushed else 0.0,
+                    "retransmitted_bytes": retx / iterations,
+                    "drops": int(drops.sum()), "iterations_s": times})
+    return out

@@ -1,0 +1,321 @@
+"""A packet-level engine for gradient messages with pluggable queue and transport policies.
+
+Built for DLCP's mechanisms (``../shared/reference/algorithms.md`` section 4): every
+switch output port runs a queue policy (:mod:`topocoll.sim.queue_policies`: admission and
+service class); every message runs the bounded-loss receiver
+(:class:`~topocoll.sim.bounded_loss.BoundedLossReceiver`, ``eps = 0`` for reliable
+delivery); paths are per packet (spraying over every shortest path) or per message (ECMP
+hashing by message id). The engine only calls the policies, so a new queue discipline or
+transport is a new object, not a branch here.
+
+Model:
+
+- A message is ready when its start time has come and every message it depends on has
+  completed. Its sender then keeps at most ``window`` of its packets in flight: a packet
+  enters the NIC queue when a slot is free, and its slot frees when the acknowledgement
+  (or, for a dropped packet, the selective NACK) is back after the path's one-way latency
+  (a fixed ACK-clocked window; no congestion control). Host NICs never drop; switch ports
+  drop what their policy does not admit. Each packet carries a 64-byte header.
+- A port serializes one packet at a time at its link's bandwidth, then the packet arrives
+  at the next node after the link's latency.
+- Loss recovery: when every packet of the current round is delivered or dropped, the
+  receiver decides. If the round's last packet (the end marker) arrived, the decision is
+  at the later of its arrival and the last resolution; if the end marker was dropped, the
+  receiver learns of the round's end by a timer: ``tail_timer`` for the bounded-loss
+  receiver, the retransmission timeout ``rto`` for a reliable one (TCP's tail loss). A
+  message within its budget completes (missing gradients zero); otherwise the missing
+  packets are sent again after a one-way delay (the NACK's trip), most important first.
+- Background packets are sent once (no recovery); they load the ports.
+
+Examples
+--------
+>>> from topocoll.topology.spec import parse_spec
+>>> from topocoll.sim.queue_policies import DropTail
+>>> from topocoll.sim.gradient_packets import packetize
+>>> t = parse_spec("leafspine:leaves=2,spines=2,hosts=2,bw=10Gbps")
+>>> m = Message(0, src=0, dst=3, packets=tuple(packetize(0, 100_000, 9000)))
+>>> r = simulate_messages(t, [m], DropTail(buffer=200_000))
+>>> round(float(r.finish[0]) * 1e6, 1), r.retransmitted_bytes   # (11 + 3) full packets
+(106.4, 0)
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..topology import Topology
+from .bounded_loss import BoundedLossReceiver
+from .gradient_packets import GradientPacket
+
+__all__ = ["Message", "Background", "EngineResult", "simulate_messages", "HEADER_BYTES",
+           "shortest_paths"]
+
+HEADER_BYTES = 64
+
+
+@dataclass(frozen=True)
+class Message:
+    """Gradient message ``id`` from host ``src`` to host ``dst``: its packets, its loss
+    budget ``eps`` (0: reliable; only where :func:`~topocoll.sim.bounded_loss.
+    loss_allowed`), the earliest ``start`` and the messages it waits for."""
+
+    id: int
+    src: int
+    dst: int
+    packets: tuple[GradientPacket, ...]
+    eps: float = 0.0
+    start: float = 0.0
+    deps: tuple[int, ...] = ()
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Background:
+    """A background flow: ``nbytes`` from ``src`` to ``dst`` at ``start`` in class
+    ``priority``, sent once in ``payload``-byte packets."""
+
+    start: float
+    src: int
+    dst: int
+    nbytes: int
+    priority: int = 4
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    """Per message: ``finish`` (seconds), ``zero_filled`` bytes; totals: bytes sent
+    again, packets dropped per class, background packets dropped, events handled."""
+
+    finish: np.ndarray
+    zero_filled: np.ndarray
+    retransmitted_bytes: int
+    drops: np.ndarray
+    background_drops: int
+    events: int
+    lost_packets: tuple = field(default=(), repr=False)
+
+
+def shortest_paths(topology: Topology, limit: int = 16) -> dict:
+    """Every shortest path (as link indices, at most ``limit``, in a fixed order) between
+    every pair of ranks."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    idx = {}
+    for i, lk in enumerate(topology.links):
+        if (lk.src, lk.dst) not in idx:
+            idx[(lk.src, lk.dst)] = i
+            g.add_edge(lk.src, lk.dst)
+    out = {}
+    n = topology.num_ranks
+    for s in range(n):
+        for d in range(n):
+            if s == d:
+                continue
+            ps = sorted(nx.all_shortest_paths(g, s, d))[:limit]
+            out[(s, d)] = [tuple(idx[(a, b)] for a, b in zip(p, p[1:], strict=False))
+                           for p in ps]
+    return out
+
+
+def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *,
+                      spray: bool = False, tail_timer: float = 50e-6, rto: float = 1e-3,
+                      background: Sequence[Background] = (), payload: int = 9000,
+                      paths: dict | None = None, seed: int = 0, window: int = 1 << 30) \
+        -> EngineResult:
+    """Run ``messages`` (and ``background``) to completion (see the module docstring)."""
+    n = topology.num_ranks
+    for m in messages:
+        if not (0 <= m.src < n and 0 <= m.dst < n) or m.src == m.dst:
+            raise InputError(f"message {m.id}: bad endpoints {m.src} -> {m.dst}",
+                             item=f"message {m.id}")
+    links = topology.links
+    bw = np.array([lk.bandwidth for lk in links])
+    lat = np.array([lk.latency for lk in links])
+    is_host_port = np.array([lk.src < n for lk in links])
+    paths = paths if paths is not None else shortest_paths(topology)
+    byid = {m.id: k for k, m in enumerate(messages)}
+    nm = len(messages)
+    finish = np.full(nm, np.nan)
+    zero = np.zeros(nm, np.int64)
+    drops = np.zeros(8, np.int64)
+    recv = [BoundedLossReceiver([p.length for p in m.packets], m.eps) for m in messages]
+    waiting = [len(m.deps) for m in messages]
+    children: dict[int, list[int]] = {}
+    for k, m in enumerate(messages):
+        for d in m.deps:
+            if d not in byid:
+                raise InputError(f"message {m.id} waits for unknown message {d}",
+                                 item=f"message {m.id}")
+            children.setdefault(byid[d], []).append(k)
+    # per-link queues: class -> deque of packet records; occupancy in bytes
+    queues: list[dict[int, deque]] = [dict() for _ in links]
+    occ = np.zeros(len(links), np.int64)
+    busy = np.zeros(len(links), bool)
+    heap: list = []
+    seq = 0
+    events = 0
+    retx = 0
+    bg_drops = 0
+    lost: list = []
+    # round state per message: packets of the round unresolved, end marker, timer
+    pending = [0] * nm
+    round_end = [(-1, 0.0)] * nm        # (packet index of the end marker, its send time)
+    end_arrived = [None] * nm
+    last_resolved = [0.0] * nm
+    rng = np.random.default_rng(seed)
+    rr = {}
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise InputError(f"window must be a positive number of packets, got {window!r}",
+                         item="--window")
+    todo: list[deque] = [deque() for _ in messages]
+    inflight = [0] * nm
+    back_lat = [float(sum(lat[x] for x in paths[(m.dst, m.src)][0])) for m in messages]
+
+    def push(t, kind, data):
+        nonlocal seq
+        heapq.heappush(heap, (t, seq, kind, data))
+        seq += 1
+
+    def path_for(k, m, i):
+        ps = paths[(m.src, m.dst)]
+        if spray:
+            j = rr.get((m.src, m.dst), 0)
+            rr[(m.src, m.dst)] = j + 1
+            return ps[j % len(ps)]
+        return ps[m.id % len(ps)]
+
+    def enqueue(t, link, rec):
+        # rec: [size, priority, path, hop, kind, msg k, packet i]
+        size, pr = rec[0], rec[1]
+        if not is_host_port[link] and not policy.admit(int(occ[link]), size, pr):
+            return False
+        cls = policy.order(pr)
+        queues[link].setdefault(cls, deque()).append(rec)
+        occ[link] += size
+        if not busy[link]:
+            start_tx(t, link)
+        return True
+
+    def start_tx(t, link):
+        q = queues[link]
+        if not q:
+            busy[link] = False
+            return
+        cls = min(c for c, d in q.items() if d)
+        rec = q[cls].popleft()
+        if not q[cls]:
+            del q[cls]
+        busy[link] = True
+        push(t + rec[0] / bw[link], 0, (link, rec))
+
+    def send_round(t, k, idxs):
+        pending[k] = len(idxs)
+        end_arrived[k] = None
+        todo[k].extend(idxs)
+        pump(t, k)
+
+    def pump(t, k):
+        m = messages[k]
+        while todo[k] and inflight[k] < window:
+            i = todo[k].popleft()
+            p = m.packets[i]
+            rec = [p.length + HEADER_BYTES, p.priority, path_for(k, m, i), 0, "g", k, i]
+            if not todo[k]:
+                round_end[k] = (i, t)
+            inflight[k] += 1
+            enqueue(t, rec[2][0], rec)
+
+    def release(t, k):
+        m = messages[k]
+        send_round(t, k, list(range(len(m.packets))))
+
+    def resolve(t, k, i, delivered):
+        m = messages[k]
+        push(t + back_lat[k], 6, k)              # the slot frees when the (N)ACK is back
+        pending[k] -= 1
+        last_resolved[k] = max(last_resolved[k], t)
+        if delivered:
+            recv[k].receive(i)
+            if i == round_end[k][0]:
+                end_arrived[k] = t
+        if pending[k] == 0:
+            if end_arrived[k] is not None:
+                tdec = max(end_arrived[k], last_resolved[k])
+            else:
+                timer = tail_timer if m.eps > 0 else rto
+                tdec = max(last_resolved[k], round_end[k][1] + timer)
+            push(tdec, 2, k)
+
+    def decide(t, k):
+        nonlocal retx
+        m = messages[k]
+        verdict, missing = recv[k].decide([p.priority for p in m.packets], m.weight)
+        if verdict == "complete":
+            finish[k] = t
+            zero[k] = recv[k].zero_filled
+            if recv[k].zero_filled:
+                lost.append((m.id, tuple(int(i) for i in np.flatnonzero(~recv[k].have))))
+            for c in children.get(k, []):
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    push(max(t, messages[c].start), 1, c)
+            return
+        back = sum(lat[x] for x in paths[(m.src, m.dst)][0])
+        retx += sum(m.packets[i].length for i in missing)
+        push(t + back, 3, (k, missing))
+
+    for k, m in enumerate(messages):
+        if waiting[k] == 0:
+            push(m.start, 1, k)
+    for b in background:
+        ps = paths[(b.src, b.dst)]
+        npk = max(1, -(-b.nbytes // payload))
+        for j in range(npk):
+            size = min(payload, b.nbytes - j * payload) + HEADER_BYTES
+            p = ps[int(rng.integers(len(ps)))]
+            push(b.start, 4, [size, b.priority, p, 0, "b", -1, j])
+    while heap:
+        t, _, kind, data = heapq.heappop(heap)
+        events += 1
+        if kind == 0:                       # a port finished serializing a packet
+            link, rec = data
+            occ[link] -= rec[0]
+            start_tx(t, link)
+            push(t + lat[link], 5, rec)
+        elif kind == 5:                     # arrival at the next node
+            rec = data
+            rec[3] += 1
+            if rec[3] == len(rec[2]):
+                if rec[4] == "g":
+                    resolve(t, rec[5], rec[6], True)
+                continue
+            if not enqueue(t, rec[2][rec[3]], rec):
+                if rec[4] == "g":
+                    drops[min(rec[1], 7)] += 1
+                    resolve(t, rec[5], rec[6], False)
+                else:
+                    bg_drops += 1
+        elif kind == 1:
+            release(t, data)
+        elif kind == 2:
+            decide(t, data)
+        elif kind == 3:
+            k, missing = data
+            send_round(t, k, list(missing))
+        elif kind == 4:
+            enqueue(t, data[2][0], data)
+        elif kind == 6:
+            inflight[data] -= 1
+            pump(t, data)
+    if np.isnan(finish).any():
+        k = int(np.flatnonzero(np.isnan(finish))[0])
+        raise InputError(f"message {messages[k].id} never completed (a dependency cycle?)",
+                         item=f"message {messages[k].id}")
+    return EngineResult(finish, zero, int(retx), drops, bg_drops, events, tuple(lost))

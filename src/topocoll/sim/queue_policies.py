@@ -1,0 +1,107 @@
+"""Output-queue policies of a switch port: which packet is admitted and which is sent next.
+
+A policy is an object with ``admit(occupancy, size, priority) -> bool`` (``occupancy``:
+bytes already queued at the port, all classes) and ``order(priority) -> int`` (the class
+a packet waits in; the lowest non-empty class is served first). The packet engine
+(:mod:`topocoll.sim.dlcp_engine`) calls only these two methods, so a new discipline is a
+new class, not a branch in the engine.
+
+- :class:`DropTail`: one FIFO class, a packet dropped when the buffer is full;
+- :class:`StrictPriority`: IEEE 802.1Q strict priority over the packet's class, one shared
+  buffer, a packet dropped when full;
+- :class:`SelectiveDrop`: strict priority with per-class admission thresholds ``K_q``
+  decreasing with the class (DLCP's selective dropping, WRED-style colours on a commodity
+  switch): under congestion the least important packets go first, while the buffer still
+  has room for the important ones.
+
+Examples
+--------
+>>> q = SelectiveDrop(buffer=100_000, queues=8)
+>>> q.thresholds[1], q.thresholds[7]
+(100000, 30000)
+>>> q.admit(40_000, 9000, priority=7), q.admit(40_000, 9000, priority=1)
+(False, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+
+__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "QUEUE_POLICIES"]
+
+
+def _check_buffer(buffer: int) -> None:
+    if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+        raise InputError(f"buffer must be a positive number of bytes, got {buffer!r}",
+                         item="--buffer")
+
+
+@dataclass(frozen=True)
+class DropTail:
+    """One FIFO of ``buffer`` bytes."""
+
+    buffer: int
+
+    def __post_init__(self) -> None:
+        _check_buffer(self.buffer)
+
+    def admit(self, occupancy: int, size: int, priority: int) -> bool:
+        return occupancy + size <= self.buffer
+
+    def order(self, priority: int) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class StrictPriority:
+    """Strict priority by class over one shared ``buffer``."""
+
+    buffer: int
+
+    def __post_init__(self) -> None:
+        _check_buffer(self.buffer)
+
+    def admit(self, occupancy: int, size: int, priority: int) -> bool:
+        return occupancy + size <= self.buffer
+
+    def order(self, priority: int) -> int:
+        return priority
+
+
+@dataclass(frozen=True)
+class SelectiveDrop:
+    """Strict priority with a per-class admission threshold: class ``q`` is admitted
+    while the port holds at most ``thresholds[q]`` bytes. By default classes 0 and 1 may
+    fill the buffer and the threshold falls linearly to ``floor`` of it at the last class."""
+
+    buffer: int
+    queues: int = 8
+    floor: float = 0.3
+    thresholds: Sequence[int] = field(default=())
+
+    def __post_init__(self) -> None:
+        _check_buffer(self.buffer)
+        if not 0 < self.floor <= 1:
+            raise InputError(f"floor must be in (0, 1], got {self.floor}", item="floor")
+        if not self.thresholds:
+            span = max(self.queues - 2, 1)
+            th = [self.buffer, self.buffer] + [
+                int(round(self.buffer * (1 - (1 - self.floor) * (q - 1) / span)))
+                for q in range(2, self.queues)]
+            object.__setattr__(self, "thresholds", tuple(th[:self.queues]))
+        elif len(self.thresholds) != self.queues or any(
+                t > self.buffer or t < 0 for t in self.thresholds):
+            raise InputError(f"thresholds need {self.queues} values in 0..buffer",
+                             item="thresholds")
+
+    def admit(self, occupancy: int, size: int, priority: int) -> bool:
+        return occupancy + size <= self.thresholds[min(priority, self.queues - 1)]
+
+    def order(self, priority: int) -> int:
+        return priority
+
+
+QUEUE_POLICIES = {"droptail": DropTail, "priority": StrictPriority, "selective": SelectiveDrop}

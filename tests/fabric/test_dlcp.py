@@ -1,0 +1,81 @@
+"""DLCP's scenario: messages and phases, background, the schemes, and the command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from topocoll.cli import app
+from topocoll.errors import InputError
+from topocoll.fabric import SCHEMES, background_flows, dlcp_messages, run_dlcp
+from topocoll.topology.spec import parse_spec
+from topocoll.workload import LAYERED
+
+TOPO = "leafspine:leaves=2,spines=2,hosts=2,bw=10Gbps"
+
+
+def test_messages_push_lossy_pull_reliable_and_wait_for_pushes():
+    rng = np.random.default_rng(0)
+    msgs, pushed = dlcp_messages(LAYERED["resnet50"], 4, "dlcp", eps=0.05, payload=9000,
+                                 bucket=2e6, scale=0.05, rng=rng)
+    pushes = [m for m in msgs if not m.deps]
+    pulls = [m for m in msgs if m.deps]
+    assert len(pushes) == len(pulls) and all(m.eps == 0.05 for m in pushes)
+    assert all(m.eps == 0.0 for m in pulls)                    # replicas stay identical
+    assert pushed == sum(sum(p.length for p in m.packets) for m in pushes)
+    byid = {m.id: m for m in msgs}
+    for m in pulls:                          # a pull waits for every push to its server
+        assert {byid[d].dst for d in m.deps} == {m.src} and len(m.deps) == 3
+    # front buckets get better classes than back ones
+    first = min(m.id for m in pushes)
+    last = max(m.id for m in pushes)
+    assert min(p.priority for p in byid[first].packets) <= \
+        min(p.priority for p in byid[last].packets)
+    base, _ = dlcp_messages(LAYERED["resnet50"], 4, "baseline", eps=0.05, payload=9000,
+                            bucket=2e6, scale=0.05, rng=np.random.default_rng(0))
+    assert {p.priority for m in base for p in m.packets} == {1}
+    assert all(m.eps == 0 for m in base)
+
+
+def test_background_load_matches_its_rate():
+    rng = np.random.default_rng(3)
+    bg = background_flows(8, 1.25e9, 0.5, 0.2, rng)
+    offered = sum(b.nbytes for b in bg) / (8 * 0.2 * 1.25e9)
+    assert 0.4 < offered < 0.6 and all(b.src != b.dst for b in bg)
+    assert background_flows(8, 1.25e9, 0.0, 1.0, rng) == []
+
+
+def test_schemes_run_and_bounded_loss_stays_in_budget():
+    t = parse_spec(TOPO)
+    recs = run_dlcp(t, LAYERED["resnet50"], workers=4, iterations=2, seed=2,
+                    background_load=0.3, scale=0.1, buffer=200_000, payload=9000)
+    assert [r["scheme"] for r in recs] == list(SCHEMES)
+    for r in recs:
+        assert 0 < r["p50_s"] <= r["p99_s"] and len(r["iterations_s"]) == 2
+        assert r["loss_fraction"] <= 0.02 + 1e-12
+        if r["scheme"] != "dlcp":
+            assert r["loss_fraction"] == 0.0
+    again = run_dlcp(t, LAYERED["resnet50"], workers=4, iterations=2, seed=2,
+                     background_load=0.3, scale=0.1, buffer=200_000, payload=9000)
+    assert again == recs                                          # seeded
+    with pytest.raises(InputError) as e:
+        run_dlcp(t, LAYERED["resnet50"], workers=9)
+    assert e.value.item == "--workers"
+    with pytest.raises(InputError) as e:
+        run_dlcp(t, LAYERED["resnet50"], schemes=("magic",))
+    assert e.value.item == "--schemes"
+
+
+def test_command_json():
+    r = CliRunner().invoke(app, ["dlcp", "-t", TOPO, "--workers", "4", "--iterations", "1",
+                                 "--schemes", "baseline,dlcp", "--payload", "64KiB",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert [s["scheme"] for s in d["schemes"]] == ["baseline", "dlcp"]
+    for s in d["schemes"]:
+        for k in ("scheme", "p50_s", "p99_s", "loss_fraction", "retransmitted_bytes"):
+            assert k in s
