@@ -15,7 +15,7 @@ __all__ = ["study"]
 @app.command()
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
-              help="Study to run: swing, validation, libra or topoopt.")],
+              help="Study to run: swing, validation, libra, topoopt or dlcp.")],
           output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the "
                                                "results page, JSON and figures.")]
           = Path("docs/studies"),
@@ -40,6 +40,9 @@ def study(name: Annotated[str, typer.Argument(
     if name == "topoopt":
         _topoopt(output, as_json)
         return
+    if name == "dlcp":
+        _dlcp(output, as_json)
+        return
 
     from ..errors import NotSupportedError
     from ..studies.swing import (
@@ -52,7 +55,7 @@ def study(name: Annotated[str, typer.Argument(
 
     if name != "swing":
         raise NotSupportedError(f"unknown study {name!r} (available: swing, validation, "
-                                f"libra, topoopt)")
+                                f"libra, topoopt, dlcp)")
     if routing not in ("spray", "shortest", "ecmp"):
         raise NotSupportedError(f"routing must be spray, shortest or ecmp, got {routing!r}")
     setup = StudySetup(routing=routing)
@@ -166,3 +169,25 @@ def _topoopt(output: Path, as_json: bool) -> None:
         out.print(f"{m:14s} max speedup over the cost-equivalent fat-tree {v['speedup']:.2f}x "
                   f"(d={v['degree']}, {v['gbps']:g} Gb/s)", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _dlcp(output: Path, as_json: bool) -> None:
+    from rich.progress import Progress
+
+    from ..studies.dlcp import run_dlcp_study, write_dlcp_study
+
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("DLCP study", total=None)
+        res = run_dlcp_study(progress=lambda s: bar.update(task, description=s))
+    paths = write_dlcp_study(output, res)
+    if as_json:
+        print_json({"written": [str(p) for p in paths], "wall_s": res["wall_s"],
+                    "time_to_accuracy": res["time_to_accuracy"]})
+        return
+    for r in res["time_to_accuracy"]:
+        out.print(f"{r['scheme']:16s} p50 {r['p50_s'] * 1e3:8.1f} ms  loss "
+                  f"{r['loss_fraction']:.3%}  steps to {res['setup']['target']:.0%} "
+                  f"{r['steps']:.0f}  time {r['time_to_accuracy_s']:.1f} s", highlight=False)
+    out.print(f"simulation {res['wall_s']['simulation']} s, training "
+              f"{res['wall_s']['training']} s; written: {', '.join(str(p) for p in paths)}",
+              highlight=False)

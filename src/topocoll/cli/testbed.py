@@ -26,7 +26,8 @@ from .app import (
     size_opt,
 )
 
-__all__ = ["testbed_app", "testbed_bench", "testbed_down", "testbed_run", "testbed_up"]
+__all__ = ["testbed_app", "testbed_bench", "testbed_down", "testbed_run", "testbed_up",
+           "testbed_dlcp"]
 
 
 testbed_app = typer.Typer(no_args_is_help=True,
@@ -150,4 +151,68 @@ def testbed_bench(topology: TopoOpt,
     for r in rows:
         table.add_row(r["algorithm"], format_time(r["measured_s"]), format_time(r["predicted_s"]),
                       f"{100 * r['error']:+.1f}%")
+    out.print(table)
+
+
+@testbed_app.command("dlcp")
+@handle_errors
+def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
+                 = "leafspine:leaves=2,spines=2,hosts=2,bw=50Mbps",
+                 src: Annotated[int, typer.Option(help="Sending rank.")] = 0,
+                 dst: Annotated[int, typer.Option(help="Receiving rank.")] = 3,
+                 size: Annotated[str, typer.Option("--size", "-s")] = "2MB",
+                 eps: Annotated[str, typer.Option(
+                     help="Loss budgets, comma-separated (one run each).")] = "0.02",
+                 window: Annotated[int, typer.Option(help="Packets in flight.")] = 64,
+                 queue_packets: Annotated[int, typer.Option(
+                     help="Queue of every shaped direction (packets).")] = 100,
+                 name: Annotated[str | None, typer.Option(
+                     "--name", help="Testbed id (default: d<process id>, unique).")] = None,
+                 as_json: JsonOpt = False) -> None:
+    """A bounded-loss gradient message over UDP between two namespaced ranks (DLCP's
+    receiver, DSCP-marked by priority) beside the packet engine's prediction."""
+    from ..testbed.dlcp_peer import compare_message
+    from ..testbed.netns import check_name, down, up
+
+    M = int(size_opt(size))
+    if name is not None:
+        check_name(name)
+    topo = load_topo(topology)
+    n = topo.num_ranks
+    for flag, r in (("--src", src), ("--dst", dst)):
+        if not 0 <= r < n:
+            raise InputError(f"{flag} {r}: the topology has ranks 0..{n - 1}", item=flag)
+    if src == dst:
+        raise InputError("--src and --dst must differ", item="--dst")
+    try:
+        budgets = [float(x) for x in eps.split(",")]
+    except ValueError:
+        raise InputError(f"--eps must be numbers, got {eps!r}", item="--eps") from None
+    if any(not 0 <= b < 1 for b in budgets):
+        raise InputError(f"--eps values must be in [0, 1), got {eps!r}", item="--eps")
+    if not 1 <= window <= 100_000 or not 2 <= queue_packets <= 100_000:
+        raise InputError("--window must be 1..100000 and --queue-packets 2..100000",
+                         item="--window")
+    if not 0 < M <= 1 << 30:
+        raise InputError(f"--size must be 1 B .. 1 GiB, got {size}", item="--size")
+    name = name or f"d{os.getpid()}"
+    tb = up(topo, name=name, spec=topology, queue_packets=queue_packets)
+    try:
+        rows = [compare_message(tb, topo, src, dst, M, eps=b, window=window,
+                                queue_packets=queue_packets) for b in budgets]
+    finally:
+        down(name)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"one {format_size(M)} message, rank {src} -> {dst} on {topo.name}")
+    for col in ("eps", "measured", "predicted (engine)", "error", "zero-filled (meas/pred)",
+                "resent (meas/pred)"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(f"{r['eps']:g}", format_time(r["measured_s"]),
+                      format_time(r["predicted_s"]), f"{100 * r['error']:+.1f}%",
+                      f"{r['measured_zero_filled']} / {r['predicted_zero_filled']}",
+                      f"{r['measured_retransmitted_bytes']} / "
+                      f"{r['predicted_retransmitted_bytes']}")
     out.print(table)

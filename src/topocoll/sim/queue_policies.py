@@ -56,16 +56,8 @@ class DropTail:
 
 
 @dataclass(frozen=True)
-class StrictPriority:
-    """Strict priority by class over one shared ``buffer``."""
-
-    buffer: int
-
-    def __post_init__(self) -> None:
-        _check_buffer(self.buffer)
-
-    def admit(self, occupancy: int, size: int, priority: int) -> bool:
-        return occupancy + size <= self.buffer
+class StrictPriority(DropTail):
+    """Strict priority by class over one shared ``buffer`` (admission as drop-tail)."""
 
     def order(self, priority: int) -> int:
         return priority

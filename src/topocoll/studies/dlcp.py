@@ -1,0 +1,107 @@
+"""DLCP's study: the schemes' communication time on a leaf-spine fabric under background
+load (packet engine), what their gradient loss costs in accuracy (torch on digits), and
+the two combined into time to a target accuracy (``docs/studies/dlcp.md``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..fabric import run_dlcp
+from ..topology.spec import parse_spec
+from ..workload import LAYERED
+from .dlcp_convergence import run_convergence, train_with_loss
+
+__all__ = ["STUDY_TOPOLOGY", "run_dlcp_study", "write_dlcp_study", "steps_to"]
+
+STUDY_TOPOLOGY = "leafspine:leaves=4,spines=2,hosts=4,bw=10Gbps"
+
+
+def steps_to(accuracy: list[float], target: float, steps_per_epoch: int) -> float:
+    """Optimizer steps until the test accuracy first reaches ``target`` (inf if never)."""
+    for e, a in enumerate(accuracy):
+        if a >= target:
+            return float((e + 1) * steps_per_epoch)
+    return float("inf")
+
+
+def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iterations: int = 5,
+                   seed: int = 1, epochs: int = 20, seeds: tuple[int, ...] = (0, 1, 2),
+                   target: float = 0.95, progress: Callable[[str], None] | None = None) \
+        -> dict:
+    """The engine's schemes, the convergence grid and time to ``target`` accuracy, with
+    the wall time of each part (simulation and training)."""
+    t0 = time.perf_counter()
+    topo = parse_spec(STUDY_TOPOLOGY)
+    schemes = run_dlcp(topo, LAYERED["resnet50"], workers=workers,
+                       background_load=background_load, iterations=iterations, seed=seed,
+                       progress=progress)
+    t_sim = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress("convergence")
+    conv = run_convergence(seeds=seeds, epochs=epochs)
+    # 1,437 training images, 8 workers x 16 per step
+    spe = 1437 // (8 * 16)
+    tta = []
+    for s in schemes:
+        eps = s["loss_fraction"]
+        runs = [c["accuracy"] for c in conv if c["pattern"] == "none"] if eps == 0 else \
+            [train_with_loss("dlcp", eps, seed=k, epochs=epochs) for k in seeds]
+        steps = [steps_to(a, target, spe) for a in runs]
+        mean_steps = float(np.mean(steps))
+        tta.append({"scheme": s["scheme"], "loss_fraction": eps, "steps": mean_steps,
+                    "p50_s": s["p50_s"], "time_to_accuracy_s": mean_steps * s["p50_s"]})
+    t_train = time.perf_counter() - t0
+    return {"setup": {"topology": STUDY_TOPOLOGY, "model": "resnet50", "workers": workers,
+                      "background_load": background_load, "iterations": iterations,
+                      "seed": seed, "epochs": epochs, "seeds": list(seeds),
+                      "target": target},
+            "schemes": schemes, "convergence": conv, "time_to_accuracy": tta,
+            "wall_s": {"simulation": round(t_sim), "training": round(t_train)}}
+
+
+def write_dlcp_study(directory: str | Path, res: dict) -> list[Path]:
+    """``dlcp-results.json`` (without wall times: artifacts carry no timings) and
+    ``dlcp-convergence.png`` in ``directory``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    pj = d / "dlcp-results.json"
+    pj.write_text(json.dumps({k: v for k, v in res.items() if k != "wall_s"}, indent=1,
+                             sort_keys=True) + "\n")
+    conv = res["convergence"]
+    eps_values = sorted({c["eps"] for c in conv if c["pattern"] != "none"})
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    none = np.mean([c["accuracy"] for c in conv if c["pattern"] == "none"], axis=0)
+    axes[0].plot(range(1, len(none) + 1), none, "k-", label="no loss")
+    for pattern, style in (("random", "--"), ("dlcp", "-")):
+        for eps in (eps_values[-1],):
+            acc = np.mean([c["accuracy"] for c in conv if c["pattern"] == pattern
+                           and c["eps"] == eps], axis=0)
+            axes[0].plot(range(1, len(acc) + 1), acc, style, label=f"{pattern}, eps {eps:g}")
+        final = [np.mean([c["accuracy"][-1] for c in conv if c["pattern"] == pattern
+                          and c["eps"] == e]) for e in eps_values]
+        axes[1].plot([e * 100 for e in eps_values], final, "o" + style, label=pattern)
+    axes[1].axhline(float(none[-1]), color="k", lw=0.8, label="no loss")
+    axes[0].set_xlabel("epoch")
+    axes[0].set_ylabel("test accuracy")
+    axes[1].set_xlabel("loss budget eps (%)")
+    axes[1].set_ylabel("final test accuracy")
+    axes[1].set_xscale("log")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    pp = d / "dlcp-convergence.png"
+    fig.savefig(pp, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return [pj, pp]

@@ -1,0 +1,230 @@
+"""A bounded-loss gradient message over UDP between two testbed namespaces (DLCP).
+
+Run inside the namespaces by :func:`run_message`: ``python -m topocoll.testbed.dlcp_peer
+recv|send ...``. The sender cuts ``nbytes`` into packets of ``payload`` bytes, each with a
+header ``(kind, index, round, last, priority)`` and marked with DSCP ``priority`` (IP TOS
+``priority << 2``, eight classes), and keeps ``window`` packets in flight, clocked by the
+receiver's acknowledgements. The receiver runs the same
+:class:`~topocoll.sim.bounded_loss.BoundedLossReceiver` as the simulator: at the round's
+last packet (or after ``tail_timer`` of silence) it completes the message within the
+budget ``eps`` or NACKs what is missing, most important first; the sender resends those as
+a new round. The sender also resends what is unacknowledged after ``rto`` of silence (a
+lost NACK or DONE). Both print one JSON line: the sender its elapsed time from the first
+packet to the DONE, the receiver what it got.
+
+:func:`run_message` runs one message on a testbed and the packet engine
+(:mod:`topocoll.sim.dlcp_engine`) on the same topology, so the two can be compared.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+from ..sim.bounded_loss import BoundedLossReceiver
+from .netns import Testbed, TestbedError
+
+__all__ = ["run_message", "compare_message"]
+
+_HDR = struct.Struct("!BIIBB")          # kind, index, round, last, priority
+DATA, ACK, NACK, DONE = 1, 2, 3, 4
+
+
+def _sizes(nbytes: int, payload: int) -> list[int]:
+    n = max(1, -(-nbytes // payload))
+    return [min(payload, nbytes - i * payload) for i in range(n)]
+
+
+def _priority(i: int, n: int) -> int:
+    """The class of packet ``i`` of ``n``: front of the tensor first (1..6)."""
+    return 1 + (6 * i) // max(n, 1)
+
+
+def receiver(addr: str, port: int, nbytes: int, payload: int, eps: float,
+             tail_timer: float, timeout: float) -> dict:
+    sizes = _sizes(nbytes, payload)
+    pr = [_priority(i, len(sizes)) for i in range(len(sizes))]
+    r = BoundedLossReceiver(sizes, eps)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    s.bind((addr, port))
+    print("ready", flush=True)
+    peer = None
+    rounds, nacks = 1, 0
+    last_seen = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        wait = tail_timer if last_seen is not None else 1.0
+        ready, _, _ = select.select([s], [], [], wait)
+        if not ready:
+            if last_seen is None:
+                continue
+            verdict = "tail"
+        else:
+            data, peer = s.recvfrom(65536)
+            kind, idx, rnd, last, _ = _HDR.unpack_from(data)
+            if kind != DATA:
+                continue
+            last_seen = time.monotonic()
+            r.receive(idx)
+            s.sendto(_HDR.pack(ACK, idx, rnd, 0, 0), peer)
+            if not (last or r.completed):
+                continue
+            verdict = "end"
+        decision, missing = r.decide(pr)
+        if decision == "complete":
+            for _ in range(5):
+                s.sendto(_HDR.pack(DONE, 0, rounds, 0, 0), peer)
+            return {"complete": True, "zero_filled": r.zero_filled, "rounds": rounds,
+                    "nacks": nacks, "by": verdict}
+        rounds += 1
+        nacks += len(missing)
+        body = struct.pack(f"!{len(missing)}I", *missing[:16000])
+        s.sendto(_HDR.pack(NACK, len(missing[:16000]), rounds, 0, 0) + body, peer)
+        last_seen = time.monotonic()
+    return {"complete": False}
+
+
+def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: float,
+           timeout: float) -> dict:
+    sizes = _sizes(nbytes, payload)
+    n = len(sizes)
+    socks = {}
+    for c in range(8):
+        sk = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sk.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, c << 2)
+        sk.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+        sk.connect((addr, port))
+        sk.setblocking(False)
+        socks[c] = sk
+    ctrl = socks[0]
+    body = bytes(payload)
+    todo = list(range(n))
+    inflight: set[int] = set()
+    rnd, sent_bytes = 1, 0
+    t0 = time.perf_counter()
+    last_heard = time.monotonic()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        while todo and len(inflight) < window:
+            i = todo.pop(0)
+            c = _priority(i, n)
+            try:
+                socks[c].send(_HDR.pack(DATA, i, rnd, int(not todo), c) + body[:sizes[i]])
+            except BlockingIOError:
+                todo.insert(0, i)
+                break
+            inflight.add(i)
+            sent_bytes += sizes[i]
+        rs = [sk for sk in socks.values()]
+        ready, _, _ = select.select(rs, [], [], rto / 4)
+        for sk in ready:
+            while True:
+                try:
+                    data = sk.recv(65536)
+                except BlockingIOError:
+                    break
+                last_heard = time.monotonic()
+                kind, idx, r, _, _ = _HDR.unpack_from(data)
+                if kind == ACK:
+                    inflight.discard(idx)
+                elif kind == NACK:
+                    miss = struct.unpack_from(f"!{idx}I", data, _HDR.size)
+                    rnd = r
+                    inflight.difference_update(miss)
+                    todo = [i for i in todo if i not in miss] + list(miss)
+                elif kind == DONE:
+                    return {"elapsed_s": time.perf_counter() - t0, "sent_bytes": sent_bytes,
+                            "packets": n}
+        if time.monotonic() - last_heard > rto and (inflight or not todo):
+            todo = sorted(inflight) + todo if inflight else [n - 1]
+            inflight.clear()
+            rnd += 1
+            last_heard = time.monotonic()
+    del ctrl
+    return {"elapsed_s": None}
+
+
+def run_message(tb: Testbed, src: int, dst: int, nbytes: int, *, payload: int = 1400,
+                eps: float = 0.02, window: int = 64, tail_timer: float = 5e-3,
+                rto: float = 0.2, port: int = 29711, timeout: float = 120.0) -> dict:
+    """Send one ``nbytes`` message from rank ``src`` to rank ``dst`` of testbed ``tb``;
+    returns the sender's and the receiver's JSON records.
+
+    Raises
+    ------
+    TestbedError
+        If a peer fails or the message does not complete in ``timeout``.
+    """
+    addr = tb.rank_addr[dst]
+    rx = subprocess.Popen(["ip", "netns", "exec", tb.ns(dst), sys.executable, "-m",
+                           "topocoll.testbed.dlcp_peer", "recv", addr, str(port), str(nbytes),
+                           str(payload), str(eps), str(tail_timer), str(timeout)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if rx.stdout.readline().strip() != "ready":
+            raise TestbedError(f"the DLCP receiver on rank {dst} did not start: "
+                               f"{rx.stderr.read()[-300:]}")
+        tx = subprocess.run(["ip", "netns", "exec", tb.ns(src), sys.executable, "-m",
+                             "topocoll.testbed.dlcp_peer", "send", addr, str(port),
+                             str(nbytes), str(payload), str(window), str(rto), str(timeout)],
+                            capture_output=True, text=True, timeout=timeout + 30)
+        if tx.returncode:
+            raise TestbedError(f"the DLCP sender on rank {src} failed: {tx.stderr[-300:]}")
+        rec = json.loads(tx.stdout.strip().splitlines()[-1])
+        got = json.loads(rx.communicate(timeout=timeout + 30)[0].strip().splitlines()[-1])
+        if rec.get("elapsed_s") is None or not got.get("complete"):
+            raise TestbedError(f"the message from rank {src} to rank {dst} did not complete")
+        return {"sender": rec, "receiver": got}
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.wait()
+
+
+def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
+                    payload: int = 1400, eps: float = 0.02, window: int = 64,
+                    queue_packets: int = 100, tail_timer: float = 5e-3) -> dict:
+    """One message measured on the testbed beside the packet engine's prediction for the
+    same topology, packets, window, budget and queue length (drop-tail ports of
+    ``queue_packets`` packets)."""
+    from ..sim.dlcp_engine import Message, simulate_messages
+    from ..sim.gradient_packets import GradientPacket
+    from ..sim.queue_policies import DropTail
+
+    got = run_message(tb, src, dst, nbytes, payload=payload, eps=eps, window=window,
+                      tail_timer=tail_timer)
+    sizes = _sizes(nbytes, payload)
+    pk = tuple(GradientPacket(0, 0, i * payload, ln, _priority(i, len(sizes)))
+               for i, ln in enumerate(sizes))
+    e = simulate_messages(topology, [Message(0, src, dst, pk, eps=eps)],
+                          DropTail(queue_packets * (payload + 64)), window=window,
+                          payload=payload, tail_timer=tail_timer)
+    meas, pred = got["sender"]["elapsed_s"], float(e.finish[0])
+    return {"bytes": nbytes, "eps": eps, "window": window, "measured_s": meas,
+            "predicted_s": pred, "error": meas / pred - 1,
+            "measured_zero_filled": got["receiver"]["zero_filled"],
+            "predicted_zero_filled": int(e.zero_filled[0]),
+            "measured_retransmitted_bytes": got["sender"]["sent_bytes"] - nbytes,
+            "predicted_retransmitted_bytes": e.retransmitted_bytes,
+            "rounds": got["receiver"]["rounds"]}
+
+
+def main(argv: list[str]) -> int:
+    if argv[0] == "recv":
+        a, p, nb, pay, eps, tail, to = argv[1:8]
+        out = receiver(a, int(p), int(nb), int(pay), float(eps), float(tail), float(to))
+    else:
+        a, p, nb, pay, win, rto, to = argv[1:8]
+        out = sender(a, int(p), int(nb), int(pay), int(win), float(rto), float(to))
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
