@@ -29,7 +29,7 @@ import time
 from ..sim.bounded_loss import BoundedLossReceiver
 from .netns import Testbed, TestbedError
 
-__all__ = ["run_message", "compare_message"]
+__all__ = ["run_message", "compare_message", "receiver", "sender", "main"]
 
 _HDR = struct.Struct("!BIIBB")          # kind, index, round, last, priority
 DATA, ACK, NACK, DONE = 1, 2, 3, 4
