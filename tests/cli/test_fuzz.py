@@ -442,6 +442,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("dlcp-payload", ["dlcp", "--payload", "8B"], 2, "payload"),
     ("dlcp-buffer", ["dlcp", "--buffer", "lots"], 2, "lots"),
     ("dlcp-direct", ["dlcp", "-t", "ring:8"], 2, "switched"),
+    ("dlcp-pattern", ["dlcp", "-t", "leafspine:leaves=2,spines=2,hosts=2", "--workers", "4",
+                      "--pattern", "tree"], 2, "pattern"),
     ("dlcp-topology", ["dlcp", "-t", "leafspine:leaves=0"], 2, "spines"),
     # --- topoopt
     ("topoopt-model", ["topoopt", "-m", "gpt3-175b"], 2, "model"),

@@ -79,3 +79,29 @@ def test_command_json():
     for s in d["schemes"]:
         for k in ("scheme", "p50_s", "p99_s", "loss_fraction", "retransmitted_bytes"):
             assert k in s
+
+
+def test_ring_pattern_reduce_scatter_lossy_all_gather_reliable():
+    rng = np.random.default_rng(0)
+    msgs, lossy = dlcp_messages(LAYERED["resnet50"], 4, "dlcp", eps=0.05, payload=9000,
+                                bucket=2e6, scale=0.05, rng=rng, pattern="ring")
+    byid = {m.id: m for m in msgs}
+    per_bucket = 2 * 3 * 4
+    assert len(msgs) % per_bucket == 0
+    first = msgs[:per_bucket]
+    rs, ag = first[:12], first[12:]
+    assert all(m.eps == 0.05 for m in rs) and all(m.eps == 0.0 for m in ag)
+    assert [m.weight for m in rs] == [1.0] * 4 + [2.0] * 4 + [3.0] * 4   # contributions
+    assert all(m.dst == (m.src + 1) % 4 for m in first)
+    for m in first[4:]:                      # each step waits for what its sender got
+        (d,) = m.deps
+        assert byid[d].dst == m.src
+    assert lossy == sum(sum(p.length for p in m.packets) for m in msgs if m.eps)
+    t = parse_spec(TOPO)
+    recs = run_dlcp(t, LAYERED["resnet50"], workers=4, iterations=1, seed=1, scale=0.05,
+                    background_load=0.2, schemes=("baseline", "dlcp"), pattern="ring",
+                    payload=9000, buffer=200_000)
+    assert all(r["p50_s"] > 0 for r in recs) and recs[1]["loss_fraction"] <= 0.05
+    with pytest.raises(InputError) as e:
+        run_dlcp(t, LAYERED["resnet50"], workers=4, pattern="tree")
+    assert e.value.item == "--pattern"

@@ -33,6 +33,8 @@ def dlcp(
     buffer: Annotated[str, typer.Option(help="Switch port buffer.")] = "1MiB",
     payload: Annotated[str, typer.Option(help="Bytes of gradient per packet.")] = "64KiB",
     window: Annotated[int, typer.Option(help="Packets in flight per message.")] = 2,
+    pattern: Annotated[str, typer.Option(
+        help="ps (co-located parameter server) or ring (ring all-reduce).")] = "ps",
     as_json: JsonOpt = False,
 ) -> None:
     """DLCP: iteration communication time (p50, p99), loss and retransmissions per
@@ -73,11 +75,12 @@ def dlcp(
         task = bar.add_task("DLCP", total=len(chosen) * iterations)
         recs = run_dlcp(t, LAYERED[name], workers=workers, background_load=background_load,
                         iterations=iterations, seed=seed, schemes=chosen, eps=eps,
-                        buffer=buf, payload=pay, window=window,
+                        buffer=buf, payload=pay, window=window, pattern=pattern,
                         progress=lambda s: bar.update(task, advance=1, description=s))
     rec = {"topology": t.name, "model": name, "workers": workers,
            "background_load": background_load, "iterations": iterations, "seed": seed,
-           "eps": eps, "buffer": buf, "payload": pay, "window": window, "schemes": recs}
+           "eps": eps, "buffer": buf, "payload": pay, "window": window, "pattern": pattern,
+           "schemes": recs}
     if as_json:
         print_json(rec)
         return

@@ -15,6 +15,10 @@ Wang et al., "Domain-specific Communication Optimization for Distributed DNN Tra
   class;
 - per-block gradient magnitudes are drawn (log-normal, seeded) to set packet priorities.
 
+With ``pattern="ring"`` each bucket is a ring all-reduce instead: ``W - 1`` reduce-scatter
+steps whose messages may lose (charged per contribution: a chunk at step ``k`` carries
+``k + 1`` workers' gradients) and ``W - 1`` reliable all-gather steps.
+
 Schemes, each adding one mechanism to the previous one (the ablation of the issue):
 
 ``baseline``        drop-tail FIFO ports, ECMP per message, reliable transport (a TCP-like
@@ -75,11 +79,60 @@ def _buckets(model: LayeredModel, bucket: float, scale: float) -> list[tuple[int
     return out
 
 
+def _lossy_packets(scheme, mid, nbytes, payload, b, layer_rank, rng):
+    """Packets of a message that may lose (push, reduce-scatter) under ``scheme``."""
+    npk = max(1, -(-nbytes // payload))
+    scores = rng.lognormal(0.0, 1.0, npk)
+    if scheme == "baseline":
+        return packetize(mid, nbytes, payload, layer=b, flat_priority=1)
+    if scheme in ("layer_priority", "spray"):
+        return packetize(mid, nbytes, payload, layer=b, flat_priority=1 + layer_rank)
+    return packetize(mid, nbytes, payload, layer=b, layer_rank=layer_rank, scores=scores,
+                     buckets=2, a=1, b=3, queues=NUM_QUEUES)
+
+
+def _ring_messages(bks, workers, scheme, eps, payload, rng):
+    """Ring all-reduce per bucket: ``W - 1`` reduce-scatter steps (loss allowed, each
+    message charged for the contributions its chunk carries), then ``W - 1`` all-gather
+    steps (reliable); worker ``i`` sends to ``i + 1``, each step after its previous
+    receive."""
+    msgs, pushed, mid = [], 0, 0
+    nb = len(bks)
+    for b, (_, nbytes) in enumerate(bks):
+        layer_rank = 4 * b // max(nb, 1)
+        chunk = max(1, nbytes // workers)
+        prev = [None] * workers           # the message worker i last received
+        for step in range(2 * (workers - 1)):
+            lossy = step < workers - 1
+            cur = [None] * workers
+            for i in range(workers):
+                j = (i + 1) % workers
+                deps = () if prev[i] is None else (prev[i],)
+                if lossy:
+                    pk = _lossy_packets(scheme, mid, chunk, payload, b, layer_rank, rng)
+                    pushed += chunk
+                else:
+                    pk = packetize(mid, chunk, payload, layer=b,
+                                   flat_priority=1 if scheme == "baseline" else 1 + layer_rank)
+                msgs.append(Message(mid, i, j, tuple(pk),
+                                    eps=eps if (lossy and scheme == "dlcp") else 0.0,
+                                    deps=deps, weight=float(step + 1) if lossy else 1.0))
+                cur[j] = mid
+                mid += 1
+            prev = cur
+    return msgs, pushed
+
+
 def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
-                  payload: int, bucket: float, scale: float, rng: np.random.Generator) \
-        -> tuple[list[Message], int]:
-    """The messages of one iteration under ``scheme`` and the pushed bytes."""
+                  payload: int, bucket: float, scale: float, rng: np.random.Generator,
+                  pattern: str = "ps") -> tuple[list[Message], int]:
+    """The messages of one iteration under ``scheme`` and the bytes that may lose, for
+    the parameter server (``"ps"``) or ring all-reduce (``"ring"``)."""
     bks = _buckets(model, bucket, scale)
+    if pattern == "ring":
+        return _ring_messages(bks, workers, scheme, eps, payload, rng)
+    if pattern != "ps":
+        raise InputError(f"pattern must be ps or ring, got {pattern!r}", item="--pattern")
     nb = len(bks)
     msgs: list[Message] = []
     pushed = 0
@@ -92,15 +145,7 @@ def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
             for w in range(workers):
                 if w == s:
                     continue
-                npk = max(1, -(-shard // payload))
-                scores = rng.lognormal(0.0, 1.0, npk)
-                if scheme == "baseline":
-                    pk = packetize(mid, shard, payload, layer=b, flat_priority=1)
-                elif scheme in ("layer_priority", "spray"):
-                    pk = packetize(mid, shard, payload, layer=b, flat_priority=1 + layer_rank)
-                else:
-                    pk = packetize(mid, shard, payload, layer=b, layer_rank=layer_rank,
-                                   scores=scores, buckets=2, a=1, b=3, queues=NUM_QUEUES)
+                pk = _lossy_packets(scheme, mid, shard, payload, b, layer_rank, rng)
                 msgs.append(Message(mid, w, s, tuple(pk),
                                     eps=eps if scheme == "dlcp" else 0.0))
                 push_ids.append(mid)
@@ -149,7 +194,7 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
              schemes: Sequence[str] = SCHEMES, eps: float = 0.02, buffer: int = 1 << 20,
              payload: int = 64 * 1024, bucket: float = 25e6, scale: float = 1.0,
              tail_timer: float = 50e-6, rto: float = 1e-3, window: int = 2,
-             progress: Callable[[str], None] | None = None) -> list[dict]:
+             pattern: str = "ps", progress: Callable[[str], None] | None = None) -> list[dict]:
     """One record per scheme: ``scheme``, ``p50_s`` and ``p99_s`` of the iteration
     communication time, ``loss_fraction`` (pushed bytes taken as zero), mean
     ``retransmitted_bytes`` per iteration, ``drops`` (gradient packets) and
@@ -171,6 +216,8 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
                          item="--iterations")
     if not 0 < eps < 1:
         raise InputError(f"eps must be in (0, 1), got {eps}", item="--eps")
+    if pattern not in ("ps", "ring"):
+        raise InputError(f"pattern must be ps or ring, got {pattern!r}", item="--pattern")
     paths = shortest_paths(topology)
     host_bw = min(lk.bandwidth for lk in topology.links if lk.src < n)
     total = 4.0 * model.parameters * scale
@@ -186,7 +233,8 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
             rng = np.random.default_rng([seed, it])
             bg = background_flows(n, host_bw, background_load, bg_window, rng)
             msgs, p = dlcp_messages(model, workers, sch, eps=eps, payload=payload,
-                                    bucket=bucket * scale, scale=scale, rng=rng)
+                                    bucket=bucket * scale, scale=scale, rng=rng,
+                                    pattern=pattern)
             r = simulate_messages(topology, msgs, _policy(sch, buffer),
                                   spray=sch not in ("baseline", "layer_priority"),
                                   tail_timer=tail_timer, rto=rto, background=bg,
