@@ -47,3 +47,27 @@ def test_real_losses_are_resent_or_zero_filled_within_the_budget():
     assert strict["measured_retransmitted_bytes"] > 0 and strict["rounds"] > 1
     assert strict["measured_zero_filled"] == 0               # reliable: all delivered
     assert loose["measured_zero_filled"] <= 0.05 * 1_000_000
+
+
+def test_priority_bands_by_dscp_on_switch_ports():
+    import subprocess
+
+    name = f"b{os.getpid()}"
+    topo = parse_spec(SPEC)
+    limits = (40, 40, 34, 28, 22, 16, 10, 10)
+    tb = up(topo, name=name, band_limits=limits, delay="off")
+    try:
+        row = compare_message(tb, topo, 0, 3, 1_000_000, eps=0.02, bands=True)
+        # rank 3 hangs off leaf switch 5: its port towards rank 3 has the bands
+        qd = subprocess.run(["tc", "-n", tb.ns(5), "-s", "qdisc", "show", "dev", "e3"],
+                            capture_output=True, text=True).stdout
+    finally:
+        down(name)
+    assert abs(row["error"]) <= 0.25
+    sent = {}
+    for block in qd.split("qdisc pfifo ")[1:]:
+        handle = int(block.split(":")[0])
+        sent[handle - 30] = int(block.split("Sent ")[1].split(" bytes ")[1].split()[0])
+        assert f"limit {limits[handle - 30]}p" in block
+    # the packets were spread over the data classes 1..6 by their DSCP marks
+    assert all(sent[b] > 0 for b in range(1, 7)), sent

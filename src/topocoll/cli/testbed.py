@@ -166,6 +166,10 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
                  window: Annotated[int, typer.Option(help="Packets in flight.")] = 64,
                  queue_packets: Annotated[int, typer.Option(
                      help="Queue of every shaped direction (packets).")] = 100,
+                 bands: Annotated[bool, typer.Option(
+                     "--bands", help="Switch ports as 8 strict-priority bands by DSCP, "
+                                     "per-band limits falling from --queue-packets to 30% "
+                                     "of it (DLCP's selective dropping).")] = False,
                  name: Annotated[str | None, typer.Option(
                      "--name", help="Testbed id (default: d<process id>, unique).")] = None,
                  as_json: JsonOpt = False) -> None:
@@ -195,11 +199,18 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
                          item="--window")
     if not 0 < M <= 1 << 30:
         raise InputError(f"--size must be 1 B .. 1 GiB, got {size}", item="--size")
+    from ..sim.queue_policies import SelectiveDrop
+
     name = name or f"d{os.getpid()}"
-    tb = up(topo, name=name, spec=topology, queue_packets=queue_packets)
+    limits = None
+    if bands:
+        th = SelectiveDrop(queue_packets, queues=8).thresholds
+        limits = tuple(max(1, int(t)) for t in th)
+    tb = up(topo, name=name, spec=topology, queue_packets=queue_packets,
+            band_limits=limits, delay="off" if bands else "auto")
     try:
         rows = [compare_message(tb, topo, src, dst, M, eps=b, window=window,
-                                queue_packets=queue_packets) for b in budgets]
+                                queue_packets=queue_packets, bands=bands) for b in budgets]
     finally:
         down(name)
     if as_json:

@@ -189,21 +189,25 @@ def run_message(tb: Testbed, src: int, dst: int, nbytes: int, *, payload: int = 
 
 def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
                     payload: int = 1400, eps: float = 0.02, window: int = 64,
-                    queue_packets: int = 100, tail_timer: float = 5e-3) -> dict:
+                    queue_packets: int = 100, tail_timer: float = 5e-3,
+                    bands: bool = False) -> dict:
     """One message measured on the testbed beside the packet engine's prediction for the
     same topology, packets, window, budget and queue length (drop-tail ports of
-    ``queue_packets`` packets)."""
+    ``queue_packets`` packets; with ``bands``, selective-drop ports as the testbed's
+    strict-priority bands)."""
     from ..sim.dlcp_engine import Message, simulate_messages
     from ..sim.gradient_packets import GradientPacket
-    from ..sim.queue_policies import DropTail
+    from ..sim.queue_policies import DropTail, SelectiveDrop
 
     got = run_message(tb, src, dst, nbytes, payload=payload, eps=eps, window=window,
                       tail_timer=tail_timer)
     sizes = _sizes(nbytes, payload)
     pk = tuple(GradientPacket(0, 0, i * payload, ln, _priority(i, len(sizes)))
                for i, ln in enumerate(sizes))
-    e = simulate_messages(topology, [Message(0, src, dst, pk, eps=eps)],
-                          DropTail(queue_packets * (payload + 64)), window=window,
+    buf = queue_packets * (payload + 64)
+    policy = SelectiveDrop(buf, queues=8) if bands else DropTail(buf)
+    e = simulate_messages(topology, [Message(0, src, dst, pk, eps=eps)], policy,
+                          window=window,
                           payload=payload, tail_timer=tail_timer)
     meas, pred = got["sender"]["elapsed_s"], float(e.finish[0])
     return {"bytes": nbytes, "eps": eps, "window": window, "measured_s": meas,

@@ -166,7 +166,8 @@ def _cables(topology: Topology) -> dict[tuple[int, int], dict[tuple[int, int], l
 
 
 def up(topology: Topology, *, name: str = "0", spec: str = "",
-       queue_packets: int = 100, delay: str = "auto") -> Testbed:
+       queue_packets: int = 100, delay: str = "auto",
+       band_limits: tuple[int, ...] | None = None) -> Testbed:
     """Build the emulated cluster for ``topology`` and return its description.
 
     Parameters
@@ -183,6 +184,12 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
         Queue length of every shaped direction. Short queues keep the TCP acknowledgements
         of a flow from waiting behind a full queue of another flow's data where both
         directions of a link are busy (bufferbloat); 100 packets is about 12 ms at 100 Mbit/s.
+    band_limits : tuple of int, optional
+        Switch ports as IEEE 802.1Q strict priority: eight bands selected by the DSCP
+        field (DSCP ``c`` -> band ``c``, higher DSCP values in the last band), band ``b``
+        a FIFO of ``band_limits[b]`` packets (DLCP's per-class drop thresholds, per band
+        rather than over one shared buffer). Only on switch egress; hosts keep their FIFO.
+        Not with netem (the bands replace its queue; use ``delay="relay"`` or ``"off"``).
     delay : {"auto", "netem", "relay", "off"}
         How link latency is emulated: ``auto`` uses netem when the kernel has it and the
         userspace delay line otherwise; ``off`` leaves it out. Links without latency never
@@ -205,6 +212,12 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
                           f"--name {name}' first")
     if any(n.startswith(pfx + "-") for n in _namespaces()):
         raise exists
+    if band_limits is not None and (len(band_limits) != 8 or any(
+            not isinstance(b, int) or b < 1 for b in band_limits)):
+        raise TestbedError(f"band_limits needs 8 positive packet counts, got {band_limits!r}")
+    if band_limits is not None and delay in ("auto", "netem") and netem_available() and \
+            any(lk.latency > 0 for lk in topology.links):
+        raise TestbedError("priority bands replace netem's queue: use delay 'relay' or 'off'")
     mode = "none"
     if any(lk.latency > 0 for lk in topology.links):
         mode = "off" if delay == "off" else "relay" if delay == "relay" else \
@@ -220,7 +233,7 @@ def up(topology: Topology, *, name: str = "0", spec: str = "",
     if subprocess.run(["ip", "netns", "add", f"{pfx}-0"], capture_output=True).returncode:
         raise exists
     try:
-        return _build(topology, name, pfx, nodes, spec, mode, queue_packets)
+        return _build(topology, name, pfx, nodes, spec, mode, queue_packets, band_limits)
     except BaseException:
         down(name)
         raise
@@ -232,7 +245,26 @@ def check_name(name: str) -> None:
         raise TestbedError(f"testbed name {name!r}: use 1-12 lower-case letters or digits")
 
 
-def _build(topology, name, pfx, nodes, spec, mode, queue_packets) -> Testbed:
+def _bands(dev: str, rate: int, limits: tuple[int, ...]) -> list[str]:
+    """tc lines: strict priority over 8 bands with HTB (this kernel has no sch_prio): under
+    the link's class 1:1, band ``b`` is class ``1:2b`` with a token rate of 8 kbit/s,
+    ceiling the link rate and HTB priority ``b``, so every byte is borrowed and the lowest
+    non-empty band always borrows first; its queue is a FIFO of ``limits[b]`` packets; a
+    u32 filter on the DSCP field picks the band (non-IP frames go to band 7)."""
+    lines = [f"qdisc add dev {dev} root handle 1: htb default 27",
+             f"class add dev {dev} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
+             f"quantum 60000"]
+    for b, k in enumerate(limits):
+        lines += [f"class add dev {dev} parent 1:1 classid 1:2{b} htb rate 8kbit "
+                  f"ceil {rate}bit prio {b} quantum 1514",
+                  f"qdisc add dev {dev} parent 1:2{b} handle {30 + b}: pfifo limit {k}",
+                  f"filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip "
+                  f"tos {b << 2:#x} 0xfc flowid 1:2{b}"]
+    return lines
+
+
+def _build(topology, name, pfx, nodes, spec, mode, queue_packets, band_limits=None) \
+        -> Testbed:
     for v in nodes[1:]:
         _run("ip", "netns", "add", f"{pfx}-{v}")
     cables = _cables(topology)
@@ -267,6 +299,10 @@ def _build(topology, name, pfx, nodes, spec, mode, queue_packets) -> Testbed:
             cmds[x] += [f"addr add {addr[(x, y)]}/30 dev e{y}", f"link set e{y} up"]
         for (s, d), (bw, lat) in dirs.items():
             rate = int(round(bw * 8))
+            if band_limits is not None and s >= topology.num_ranks:
+                tcs[s] += _bands(f"e{d}", rate, tuple(band_limits))
+                shaped.append((s, d, float(rate), float(lat)))
+                continue
             tcs[s] += [f"qdisc add dev e{d} root handle 1: htb default 1",
                        f"class add dev e{d} parent 1: classid 1:1 htb rate {rate}bit "
                        f"ceil {rate}bit quantum 60000"]
