@@ -446,7 +446,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("testbed-dlcp-eps", ["testbed", "dlcp", "--eps", "0.1,2"], 2, "--eps"),
     ("testbed-dlcp-same", ["testbed", "dlcp", "--src", "3"], 2, "--dst"),
     ("dlcp-pattern", ["dlcp", "-t", "leafspine:leaves=2,spines=2,hosts=2", "--workers", "4",
-                      "--pattern", "tree"], 2, "pattern"),
+                      "--pattern", "mesh"], 2, "pattern"),
     ("dlcp-topology", ["dlcp", "-t", "leafspine:leaves=0"], 2, "spines"),
     # --- topoopt
     ("topoopt-model", ["topoopt", "-m", "gpt3-175b"], 2, "model"),

@@ -103,5 +103,24 @@ def test_ring_pattern_reduce_scatter_lossy_all_gather_reliable():
                     payload=9000, buffer=200_000)
     assert all(r["p50_s"] > 0 for r in recs) and recs[1]["loss_fraction"] <= 0.05
     with pytest.raises(InputError) as e:
-        run_dlcp(t, LAYERED["resnet50"], workers=4, pattern="tree")
+        run_dlcp(t, LAYERED["resnet50"], workers=4, pattern="mesh")
     assert e.value.item == "--pattern"
+
+
+def test_tree_pattern_reduce_up_lossy_broadcast_down_reliable():
+    msgs, lossy = dlcp_messages(LAYERED["resnet50"], 7, "dlcp", eps=0.05, payload=9000,
+                                bucket=2e6, scale=0.05, rng=np.random.default_rng(0),
+                                pattern="tree")
+    byid = {m.id: m for m in msgs}
+    first = msgs[:12]                       # one bucket: 6 up, 6 down on 7 workers
+    up, down = first[:6], first[6:]
+    assert all(m.dst == (m.src - 1) // 2 and m.eps == 0.05 for m in up)
+    assert {m.src: m.weight for m in up} == {6: 1.0, 5: 1.0, 4: 1.0, 3: 1.0, 2: 3.0, 1: 3.0}
+    assert all(m.src == (m.dst - 1) // 2 and m.eps == 0.0 for m in down)
+    root_in = {byid[d].src for d in down[0].deps}          # the root waits for both halves
+    assert root_in == {1, 2}
+    assert lossy == sum(sum(p.length for p in m.packets) for m in msgs if m.eps)
+    recs = run_dlcp(parse_spec(TOPO), LAYERED["resnet50"], workers=4, iterations=1, seed=1,
+                    scale=0.05, background_load=0.0, schemes=("baseline",), pattern="tree",
+                    payload=9000)
+    assert recs[0]["p50_s"] > 0

@@ -34,7 +34,7 @@ def dlcp(
     payload: Annotated[str, typer.Option(help="Bytes of gradient per packet.")] = "64KiB",
     window: Annotated[int, typer.Option(help="Packets in flight per message.")] = 2,
     pattern: Annotated[str, typer.Option(
-        help="ps (co-located parameter server) or ring (ring all-reduce).")] = "ps",
+        help="ps (co-located parameter server), ring or tree (all-reduce).")] = "ps",
     as_json: JsonOpt = False,
 ) -> None:
     """DLCP: iteration communication time (p50, p99), loss and retransmissions per

@@ -2,7 +2,7 @@
 optical topology co-optimized with the parallelization strategy) and DLCP's scenario
 (packet priorities, selective dropping and bounded loss under background load)."""
 
-from .dlcp import SCHEMES, background_flows, dlcp_messages, run_dlcp
+from .dlcp import PATTERNS, SCHEMES, background_flows, dlcp_messages, run_dlcp
 from .libra import (
     COST_CLASSES,
     OBJECTIVES,
@@ -60,5 +60,5 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "equivalent_fattree_bandwidth", "fattree_cost", "fattree_tiers", "read_price_table",
            "topoopt_cost", "TOPOOPT_BATCH", "FabricEval", "Job", "Timing", "Traffic",
            "TopoOptResult", "baselines", "describe_strategy", "expander_fabric", "mcmc",
-           "optimize", "switch_fabric", "SPLITS", "mp_matchings", "SCHEMES",
+           "optimize", "switch_fabric", "SPLITS", "mp_matchings", "SCHEMES", "PATTERNS",
            "background_flows", "dlcp_messages", "run_dlcp"]

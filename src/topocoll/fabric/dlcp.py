@@ -17,7 +17,9 @@ Wang et al., "Domain-specific Communication Optimization for Distributed DNN Tra
 
 With ``pattern="ring"`` each bucket is a ring all-reduce instead: ``W - 1`` reduce-scatter
 steps whose messages may lose (charged per contribution: a chunk at step ``k`` carries
-``k + 1`` workers' gradients) and ``W - 1`` reliable all-gather steps.
+``k + 1`` workers' gradients) and ``W - 1`` reliable all-gather steps; with
+``pattern="tree"`` a binary-tree reduce (a partial sum charged for its subtree's workers)
+and a reliable broadcast down the same tree.
 
 Schemes, each adding one mechanism to the previous one (the ablation of the issue):
 
@@ -58,8 +60,9 @@ from ..sim.queue_policies import DropTail, SelectiveDrop, StrictPriority
 from ..topology import Topology
 from ..workload import LayeredModel
 
-__all__ = ["SCHEMES", "run_dlcp", "dlcp_messages", "background_flows"]
+__all__ = ["PATTERNS", "SCHEMES", "run_dlcp", "dlcp_messages", "background_flows"]
 
+PATTERNS = ("ps", "ring", "tree")
 SCHEMES = ("baseline", "layer_priority", "spray", "packet_priority", "selective_drop",
            "dlcp")
 _BG_CLASS = 4
@@ -123,6 +126,40 @@ def _ring_messages(bks, workers, scheme, eps, payload, rng):
     return msgs, pushed
 
 
+def _tree_messages(bks, workers, scheme, eps, payload, rng):
+    """Tree all-reduce per bucket on the binary tree of ranks (parent of ``i`` is
+    ``(i - 1) // 2``): every child sends its partial sum up once its own children's have
+    arrived (loss allowed, charged for the workers its subtree holds), then the root's
+    result goes down the same tree (reliable), each child after its parent received."""
+    msgs, lossy, mid = [], 0, 0
+    nb = len(bks)
+
+    def subtree(i):
+        return 0 if i >= workers else 1 + subtree(2 * i + 1) + subtree(2 * i + 2)
+
+    for b, (_, nbytes) in enumerate(bks):
+        layer_rank = 4 * b // max(nb, 1)
+        up = {}
+        for i in range(workers - 1, 0, -1):          # leaves first
+            deps = tuple(up[c] for c in (2 * i + 1, 2 * i + 2) if c in up)
+            pk = _lossy_packets(scheme, mid, nbytes, payload, b, layer_rank, rng)
+            msgs.append(Message(mid, i, (i - 1) // 2, tuple(pk),
+                                eps=eps if scheme == "dlcp" else 0.0, deps=deps,
+                                weight=float(subtree(i))))
+            lossy += nbytes
+            up[i] = mid
+            mid += 1
+        down = {0: tuple(up[c] for c in (1, 2) if c in up)}
+        for i in range(1, workers):
+            pk = packetize(mid, nbytes, payload, layer=b,
+                           flat_priority=1 if scheme == "baseline" else 1 + layer_rank)
+            parent = (i - 1) // 2
+            msgs.append(Message(mid, parent, i, tuple(pk), deps=down[parent]))
+            down[i] = (mid,)
+            mid += 1
+    return msgs, lossy
+
+
 def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
                   payload: int, bucket: float, scale: float, rng: np.random.Generator,
                   pattern: str = "ps") -> tuple[list[Message], int]:
@@ -131,8 +168,11 @@ def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
     bks = _buckets(model, bucket, scale)
     if pattern == "ring":
         return _ring_messages(bks, workers, scheme, eps, payload, rng)
+    if pattern == "tree":
+        return _tree_messages(bks, workers, scheme, eps, payload, rng)
     if pattern != "ps":
-        raise InputError(f"pattern must be ps or ring, got {pattern!r}", item="--pattern")
+        raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
+                         item="--pattern")
     nb = len(bks)
     msgs: list[Message] = []
     pushed = 0
@@ -216,8 +256,9 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
                          item="--iterations")
     if not 0 < eps < 1:
         raise InputError(f"eps must be in (0, 1), got {eps}", item="--eps")
-    if pattern not in ("ps", "ring"):
-        raise InputError(f"pattern must be ps or ring, got {pattern!r}", item="--pattern")
+    if pattern not in PATTERNS:
+        raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
+                         item="--pattern")
     paths = shortest_paths(topology)
     host_bw = min(lk.bandwidth for lk in topology.links if lk.src < n)
     total = 4.0 * model.parameters * scale
