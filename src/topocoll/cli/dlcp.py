@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .app import JsonOpt, app, err, handle_errors, out, print_json
+from .app import JsonOpt, app, choice_opt, err, handle_errors, out, print_json
 
 __all__ = ["dlcp"]
 
@@ -47,15 +47,9 @@ def dlcp(
     from ..units import parse_size
     from ..workload import LAYERED
 
-    name = model.strip().lower()
-    if name not in LAYERED:
-        raise InputError(f"--model must be one of {', '.join(sorted(LAYERED))}, got "
-                         f"{model!r}", item="--model")
-    chosen = tuple(s.strip() for s in schemes.split(",")) if schemes else DLCP_SCHEMES
-    for s in chosen:
-        if s not in DLCP_SCHEMES:
-            raise InputError(f"unknown scheme {s!r} (known: {', '.join(DLCP_SCHEMES)})",
-                             item="--schemes")
+    name = choice_opt(model.strip().lower(), sorted(LAYERED), "--model")
+    chosen = tuple(choice_opt(s.strip(), DLCP_SCHEMES, "--schemes")
+                   for s in schemes.split(",")) if schemes else DLCP_SCHEMES
     if not 1 <= iterations <= 1000:
         raise InputError(f"--iterations must be 1..1000, got {iterations}", item="--iterations")
     if not 1 <= window <= 1_000_000:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InputError
-from .app import JsonOpt, app, err, handle_errors, out, print_json
+from .app import JsonOpt, app, choice_opt, err, handle_errors, out, print_json
 
 __all__ = ["sweep_app", "sweep_run", "query", "report"]
 
@@ -46,9 +46,7 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
 
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}", item="--workers")
-    if backend not in BACKENDS:
-        raise InputError(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}",
-                         item="--backend")
+    choice_opt(backend, BACKENDS, "--backend")
     if address is not None and backend != "ray":
         raise InputError("--address is for --backend ray", item="--address")
     if flush_every < 1:

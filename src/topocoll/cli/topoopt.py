@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .app import JsonOpt, app, err, handle_errors, out, print_json
+from .app import JsonOpt, app, choice_opt, err, handle_errors, out, print_json
 
 __all__ = ["topoopt"]
 
@@ -63,16 +63,9 @@ def topoopt(
     from ..units import parse_rate, parse_time
     from ..workload import LAYERED, find_device
 
-    name = model.strip().lower()
-    if name not in LAYERED:
-        raise InputError(f"--model must be one of {', '.join(sorted(LAYERED))}, got "
-                         f"{model!r}", item="--model")
-    if split not in SPLITS:
-        raise InputError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}",
-                         item="--split")
-    if routing not in ROUTINGS:
-        raise InputError(f"--routing must be one of {', '.join(ROUTINGS)}, got {routing!r}",
-                         item="--routing")
+    name = choice_opt(model.strip().lower(), sorted(LAYERED), "--model")
+    choice_opt(split, SPLITS, "--split")
+    choice_opt(routing, ROUTINGS, "--routing")
     if not 3 <= servers <= 4096:
         raise InputError(f"--servers must be 3..4096, got {servers}", item="--servers")
     if not 2 <= degree <= 64:

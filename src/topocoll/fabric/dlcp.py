@@ -94,6 +94,13 @@ def _lossy_packets(scheme, mid, nbytes, payload, b, layer_rank, rng):
                      buckets=2, a=1, b=3, queues=NUM_QUEUES)
 
 
+def _reliable_packets(scheme, mid, nbytes, payload, b, layer_rank):
+    """Packets of a message that must arrive (pull, all-gather, broadcast): the message's
+    layer class, one class for the baseline."""
+    return packetize(mid, nbytes, payload, layer=b,
+                     flat_priority=1 if scheme == "baseline" else 1 + layer_rank)
+
+
 def _ring_messages(bks, workers, scheme, eps, payload, rng):
     """Ring all-reduce per bucket: ``W - 1`` reduce-scatter steps (loss allowed, each
     message charged for the contributions its chunk carries), then ``W - 1`` all-gather
@@ -115,8 +122,7 @@ def _ring_messages(bks, workers, scheme, eps, payload, rng):
                     pk = _lossy_packets(scheme, mid, chunk, payload, b, layer_rank, rng)
                     pushed += chunk
                 else:
-                    pk = packetize(mid, chunk, payload, layer=b,
-                                   flat_priority=1 if scheme == "baseline" else 1 + layer_rank)
+                    pk = _reliable_packets(scheme, mid, chunk, payload, b, layer_rank)
                 msgs.append(Message(mid, i, j, tuple(pk),
                                     eps=eps if (lossy and scheme == "dlcp") else 0.0,
                                     deps=deps, weight=float(step + 1) if lossy else 1.0))
@@ -151,8 +157,7 @@ def _tree_messages(bks, workers, scheme, eps, payload, rng):
             mid += 1
         down = {0: tuple(up[c] for c in (1, 2) if c in up)}
         for i in range(1, workers):
-            pk = packetize(mid, nbytes, payload, layer=b,
-                           flat_priority=1 if scheme == "baseline" else 1 + layer_rank)
+            pk = _reliable_packets(scheme, mid, nbytes, payload, b, layer_rank)
             parent = (i - 1) // 2
             msgs.append(Message(mid, parent, i, tuple(pk), deps=down[parent]))
             down[i] = (mid,)
@@ -194,9 +199,7 @@ def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
             for w in range(workers):                        # pulls: reliable
                 if w == s:
                     continue
-                pr = None if scheme != "baseline" else 1
-                pk = packetize(mid, shard, payload, layer=b,
-                               flat_priority=pr if pr is not None else 1 + layer_rank)
+                pk = _reliable_packets(scheme, mid, shard, payload, b, layer_rank)
                 msgs.append(Message(mid, s, w, tuple(pk), deps=tuple(push_ids)))
                 mid += 1
     return msgs, pushed

@@ -102,7 +102,6 @@ def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: fl
         sk.connect((addr, port))
         sk.setblocking(False)
         socks[c] = sk
-    ctrl = socks[0]
     body = bytes(payload)
     todo = list(range(n))
     inflight: set[int] = set()
@@ -121,8 +120,7 @@ def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: fl
                 break
             inflight.add(i)
             sent_bytes += sizes[i]
-        rs = [sk for sk in socks.values()]
-        ready, _, _ = select.select(rs, [], [], rto / 4)
+        ready, _, _ = select.select(list(socks.values()), [], [], rto / 4)
         for sk in ready:
             while True:
                 try:
@@ -146,7 +144,6 @@ def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: fl
             inflight.clear()
             rnd += 1
             last_heard = time.monotonic()
-    del ctrl
     return {"elapsed_s": None}
 
 
