@@ -16,13 +16,14 @@ import topocoll
 SRC = Path(topocoll.__file__).parent
 PKG = "topocoll"
 
-_BASE = {"errors", "units", "digest"}
+_BASE = {"errors", "units", "digest", "lazy"}
 _MODEL = _BASE | {"topology", "collective", "schedule"}
 # layer -> topocoll layers it may import (itself always allowed); None: anything
 ALLOWED: dict[str, set[str] | None] = {
     "errors": set(),
     "units": {"errors"},
     "digest": set(),
+    "lazy": set(),
     "topology": _BASE,
     "collective": _BASE,
     "schedule": _BASE | {"collective"},

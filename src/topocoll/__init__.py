@@ -6,11 +6,14 @@ Describe a fabric (:mod:`topocoll.topology`), state a collective
 """
 
 from .errors import InfeasibleError, NotSupportedError, ScheduleError, TopocollError, TopologyError
+from .lazy import lazy_exports
 from .units import GB, MB, GBps, Gbps, GiB, KiB, MiB, ms, ns, us
-from .verification import verify
 
 __version__ = "0.1.0"
 
 __all__ = ["verify", "TopocollError", "TopologyError", "ScheduleError", "NotSupportedError",
            "InfeasibleError", "KiB", "MiB", "GiB", "MB", "GB", "GBps", "Gbps", "us", "ns", "ms",
            "__version__"]
+
+#: ``verify`` pulls in every synthesizer; imported on first use.
+__getattr__, __dir__ = lazy_exports(__name__, {"verify": "verification"})

@@ -136,7 +136,8 @@ def test_libra_files_and_the_model_mapping(tmp_path):
     comm = read_communicator(tmp_path / "comm.yml", 4)
     w = read_libra_workload(tmp_path / "w.txt", comm)
     assert w.compute_s == pytest.approx((420000 * 2 + 380000 + 910000 * 2 + 850000) * 1e-9)
-    assert len(w.collectives) == 5
+    assert sum(c.count for c in w.collectives) == 5     # 4 TP all-reduces counted once
+    assert [len(ly.fwd) + len(ly.ig) + len(ly.wg) for ly in w.layers] == [2, 3]
     b = [100.0] * 4
     want = w.compute_s + 4 * 2 * 25165824 * (3 / 4) / 100e9 + \
         2 * 100663296 * (1 / 2) / 100e9 * 0 + max(

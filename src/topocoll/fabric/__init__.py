@@ -2,56 +2,78 @@
 optical topology co-optimized with the parallelization strategy) and DLCP's scenario
 (packet priorities, selective dropping and bounded loss under background load)."""
 
-from .dlcp import PATTERNS, SCHEMES, background_flows, dlcp_messages, run_dlcp
-from .libra import (
-    COST_CLASSES,
-    OBJECTIVES,
-    PRICES,
-    LibraCollective,
-    LibraDim,
-    LibraNetwork,
-    LibraResult,
-    Workload,
-    collective_time,
-    cost,
-    dimension_traffic,
-    equal_split,
-    iteration_time,
-    pareto,
-    parse_constraint,
-    parse_network,
-    solve,
-)
-from .libra_io import (
-    LIBRA_TYPES,
-    communicators,
-    read_communicator,
-    read_libra_workload,
-    workload_from_model,
-)
-from .linkload import ROUTINGS, LinkLoads
-from .prices import (
-    PriceTable,
-    equivalent_fattree_bandwidth,
-    fattree_cost,
-    fattree_tiers,
-    read_price_table,
-    topoopt_cost,
-)
-from .topoopt import FinderResult, mp_matchings, split_degree, topology_finder
-from .topoopt_job import TOPOOPT_BATCH, FabricEval, Job, Timing, Traffic
-from .topoopt_search import (
-    SPLITS,
-    TopoOptResult,
-    baselines,
-    describe_strategy,
-    expander_fabric,
-    mcmc,
-    optimize,
-    switch_fabric,
-)
+from ..lazy import lazy_exports
+
+#: Where each public name lives; imported on first use so that one part of the
+#: package (LIBRA's command line, say) does not pay for the others.
+_WHERE = {
+    "PATTERNS": "dlcp",
+    "SCHEMES": "dlcp",
+    "background_flows": "dlcp",
+    "dlcp_messages": "dlcp",
+    "run_dlcp": "dlcp",
+    "COST_CLASSES": "libra",
+    "OBJECTIVES": "libra",
+    "PRICES": "libra",
+    "LibraCollective": "libra",
+    "LibraDim": "libra",
+    "LibraLayer": "libra",
+    "LibraNetwork": "libra",
+    "Workload": "libra",
+    "check_workload": "libra",
+    "cost": "libra",
+    "dimension_traffic": "libra",
+    "equal_split": "libra",
+    "parse_constraint": "libra",
+    "parse_network": "libra",
+    "check_allocation": "libra_check",
+    "LibraResult": "libra_solve",
+    "pareto": "libra_solve",
+    "solve": "libra_solve",
+    "ALGORITHMS": "libra_time",
+    "LIBRA_MODEL": "libra_time",
+    "LOOPS": "libra_time",
+    "PHASES": "libra_time",
+    "TimeModel": "libra_time",
+    "collective_time": "libra_time",
+    "dim_profile": "libra_time",
+    "iteration_time": "libra_time",
+    "LIBRA_TYPES": "libra_io",
+    "communicators": "libra_io",
+    "read_communicator": "libra_io",
+    "read_libra_workload": "libra_io",
+    "workload_from_layered": "libra_io",
+    "workload_from_model": "libra_io",
+    "ROUTINGS": "linkload",
+    "LinkLoads": "linkload",
+    "PriceTable": "prices",
+    "equivalent_fattree_bandwidth": "prices",
+    "fattree_cost": "prices",
+    "fattree_tiers": "prices",
+    "read_price_table": "prices",
+    "topoopt_cost": "prices",
+    "FinderResult": "topoopt",
+    "mp_matchings": "topoopt",
+    "split_degree": "topoopt",
+    "topology_finder": "topoopt",
+    "TOPOOPT_BATCH": "topoopt_job",
+    "FabricEval": "topoopt_job",
+    "Job": "topoopt_job",
+    "Timing": "topoopt_job",
+    "Traffic": "topoopt_job",
+    "SPLITS": "topoopt_search",
+    "TopoOptResult": "topoopt_search",
+    "baselines": "topoopt_search",
+    "describe_strategy": "topoopt_search",
+    "expander_fabric": "topoopt_search",
+    "mcmc": "topoopt_search",
+    "optimize": "topoopt_search",
+    "switch_fabric": "topoopt_search",
+}
 
 __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim",
+           "LibraLayer", "check_workload", "check_allocation", "ALGORITHMS", "LIBRA_MODEL",
+           "LOOPS", "PHASES", "TimeModel", "dim_profile", "workload_from_layered",
            "LibraNetwork", "LibraResult", "Workload", "collective_time", "cost",
            "dimension_traffic", "equal_split", "iteration_time", "parse_constraint",
            "parse_network", "pareto", "solve", "LIBRA_TYPES", "communicators",
@@ -62,3 +84,6 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "TopoOptResult", "baselines", "describe_strategy", "expander_fabric", "mcmc",
            "optimize", "switch_fabric", "SPLITS", "mp_matchings", "SCHEMES", "PATTERNS",
            "background_flows", "dlcp_messages", "run_dlcp"]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

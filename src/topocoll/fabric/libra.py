@@ -17,17 +17,10 @@ number of NPUs it spans in every dimension (its *communicator*); LIBRA's time mo
 Cost is linear: ``N * sum_i kappa_i B_i`` with ``kappa_i`` the link price of the
 dimension's cost class, plus NIC and switch prices for a Switch dimension (section 5.4).
 
-Time is convex in ``B`` (each term ``s / B_i`` is convex for ``B_i > 0``; maxima and sums
-keep convexity), so ``perf`` (minimize time) and ``min-cost`` (minimize cost under a time
-target) are convex programs, solved by cvxpy with Clarabel with the solver status checked.
-Collectives with the same kind and communicator share one epigraph variable (their times
-are proportional), so the program has one variable per (kind, communicator) class, not per
-layer. ``perf-per-cost`` (minimize time x cost) is not convex; it is solved as a one-dimensional
-problem over the cost level ``C``: ``T*(C) = min {T(B) : cost(B) <= C}`` is convex and
-non-increasing in ``C``; an interval proved to contain the minimum of ``C T*(C)`` is
-searched on a grid of ``log C`` and refined by golden section to ``rtol``, each point a
-convex solve (exact when the product is unimodal in the interval; otherwise within the
-grid's resolution of the best local minimum).
+This module holds the description (network, collectives, layers, workload, traffic,
+cost, constraints); :mod:`.libra_time` the time of a workload (LIBRA's model and a
+richer one), :mod:`.libra_solve` the optimal allocations and :mod:`.libra_check` the
+flow-level check of an allocation.
 
 Examples
 --------
@@ -35,9 +28,8 @@ Examples
 >>> [d.block for d in net.dims], net.npus
 (['Ring', 'FullyConnected', 'Ring', 'Switch'], 4096)
 >>> w = Workload((LibraCollective("allreduce", 1e9, (4, 8, 4, 32)),), compute_s=0.0)
->>> r = solve(net, w, constraints=["B0 + B1 + B2 + B3 == 500"])
->>> r.status, round(sum(r.bandwidth_GBps), 6)
-('optimal', 500.0)
+>>> (check_workload(net, w) / 1e6).round(3).tolist()      # MB per NPU per dimension
+[1500.0, 437.5, 46.875, 15.137]
 """
 
 from __future__ import annotations
@@ -49,12 +41,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InfeasibleError, InputError, InputTypeError
+from ..errors import InputError, InputTypeError
 
-__all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "Workload", "LibraResult", "PRICES",
-           "COST_CLASSES", "parse_network", "dimension_traffic", "collective_time",
-           "iteration_time", "cost", "solve", "pareto", "parse_constraint",
-           "equal_split", "OBJECTIVES"]
+__all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "LibraLayer", "Workload", "PRICES",
+           "COST_CLASSES", "GB", "parse_network", "dimension_traffic", "check_workload",
+           "cost", "parse_constraint", "equal_split", "OBJECTIVES"]
 
 #: Unit prices in $ per GB/s per NPU-link (LIBRA's cost-model YAML, tie-breakers dropped).
 PRICES: dict[str, dict[str, float]] = {
@@ -67,10 +58,6 @@ COST_CLASSES = tuple(PRICES)
 OBJECTIVES = ("perf", "perf-per-cost", "min-cost")
 _BLOCKS = {"ring": "Ring", "fully_connected": "FullyConnected", "switch": "Switch"}
 GB = 1e9
-#: Relative margin above the cheapest feasible cost where cost-constrained searches start.
-_EDGE = 1e-4
-#: Cost levels of the perf-per-cost grid before the golden-section refinement.
-_GRID = 16
 
 
 @dataclass(frozen=True)
@@ -198,12 +185,47 @@ class LibraCollective:
 
 
 @dataclass(frozen=True)
+class LibraLayer:
+    """One layer of a per-layer workload: compute seconds of the forward pass, the input
+    gradient and the weight gradient, and the collectives of each phase (forward and
+    input-gradient ones block the pass; weight-gradient ones may overlap it)."""
+
+    name: str
+    fwd_s: float = 0.0
+    ig_s: float = 0.0
+    wg_s: float = 0.0
+    fwd: tuple[LibraCollective, ...] = ()
+    ig: tuple[LibraCollective, ...] = ()
+    wg: tuple[LibraCollective, ...] = ()
+
+
+@dataclass(frozen=True)
 class Workload:
-    """Collectives of one iteration and the compute time they do not overlap with."""
+    """Collectives of one iteration and the compute time they do not overlap with; a
+    per-layer workload also keeps its ``layers`` (for the overlap loop) and ``tail_s``,
+    compute after the backward pass (the optimizer update)."""
 
     collectives: tuple[LibraCollective, ...]
     compute_s: float
     name: str = ""
+    layers: tuple[LibraLayer, ...] = ()
+    tail_s: float = 0.0
+
+    @classmethod
+    def from_layers(cls, layers: Sequence[LibraLayer], name: str = "",
+                    tail_s: float = 0.0) -> Workload:
+        """A workload whose collectives and compute are those of ``layers``; collectives
+        with the same kind, size and communicator are counted once with their total
+        count (their order does not matter without overlap)."""
+        acc: dict[tuple, LibraCollective] = {}
+        for ly in layers:
+            for c in (*ly.fwd, *ly.ig, *ly.wg):
+                k = (c.kind, float(c.size), tuple(c.comm))
+                old = acc.get(k)
+                acc[k] = c if old is None else LibraCollective(c.kind, c.size, c.comm,
+                                                               old.count + c.count)
+        compute = sum(ly.fwd_s + ly.ig_s + ly.wg_s for ly in layers) + tail_s
+        return cls(tuple(acc.values()), compute, name, tuple(layers), tail_s)
 
 
 def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray:
@@ -231,12 +253,21 @@ def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray
     return out
 
 
-def _classes(net: LibraNetwork, w: Workload) -> np.ndarray:
-    """Traffic (GB per NPU) per class of collectives with proportional traffic vectors:
-    rows are classes, columns dimensions (their times add as ``max_i row_i / B_i``)."""
+def check_workload(net: LibraNetwork, w: Workload) -> np.ndarray:
+    """Bytes per NPU on each dimension over the whole iteration (LIBRA's traffic), after
+    checking every communicator against the network.
+
+    Raises
+    ------
+    InputError
+        Naming the communicator or the dimension that does not fit the network.
+    """
     D = len(net.dims)
-    acc: dict[tuple, np.ndarray] = {}
-    for c in w.collectives:
+    total = np.zeros(D)
+    colls = list(w.collectives)
+    for ly in w.layers:
+        colls += [*ly.fwd, *ly.ig, *ly.wg]
+    for c in colls:
         if len(c.comm) != D:
             raise InputError(f"communicator {list(c.comm)} has {len(c.comm)} entries for "
                              f"{D} dimensions", item="communicator")
@@ -244,29 +275,8 @@ def _classes(net: LibraNetwork, w: Workload) -> np.ndarray:
             if x > d.size:
                 raise InputError(f"communicator uses {x} NPUs of dimension {i} of size "
                                  f"{d.size}", item=f"dimension {i}")
-        t = dimension_traffic(c.kind, c.size, c.comm) * c.count / GB
-        if not t.any():
-            continue
-        key = tuple(np.round(t / t.max(), 12))
-        acc[key] = acc.get(key, 0) + t
-    return np.array(list(acc.values())) if acc else np.zeros((0, D))
-
-
-def collective_time(kind: str, size: float, comm: Sequence[int],
-                    bandwidth_GBps: Sequence[float]) -> float:
-    """Seconds: the slowest dimension's traffic over its bandwidth."""
-    t = dimension_traffic(kind, size, comm) / GB
-    b = np.asarray(bandwidth_GBps, float)
-    return float(max((t[i] / b[i] for i in range(len(t)) if t[i] > 0), default=0.0))
-
-
-def iteration_time(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[float]) -> float:
-    """Seconds of one iteration (compute plus every collective, no overlap)."""
-    b = np.asarray(bandwidth_GBps, float)
-    S = _classes(net, w)
-    with np.errstate(divide="ignore"):
-        comm = sum(float(np.max(np.where(row > 0, row / b, 0.0))) for row in S)
-    return w.compute_s + comm
+        total += dimension_traffic(c.kind, c.size, c.comm) * c.count
+    return total
 
 
 def cost(net: LibraNetwork, bandwidth_GBps: Sequence[float]) -> float:
@@ -331,269 +341,3 @@ def parse_constraint(text: str, dims: int) -> tuple[np.ndarray, float, str, floa
         sides.append((a, c, const))
     (a1, c1, k1), (a2, c2, k2) = sides
     return a1 - a2, c1 - c2, m.group(2), k2 - k1
-
-
-@dataclass(frozen=True)
-class LibraResult:
-    """An allocation and what it gives."""
-
-    objective: str
-    status: str
-    bandwidth_GBps: tuple[float, ...]
-    time_s: float
-    cost_usd: float
-    equal_split_time_s: float
-    equal_split_cost_usd: float
-    spec: str
-    solves: int = 1
-
-    def to_dict(self) -> dict:
-        return {"objective": self.objective, "status": self.status,
-                "bandwidth_GBps": list(self.bandwidth_GBps), "time_s": self.time_s,
-                "cost_usd": self.cost_usd, "equal_split_time_s": self.equal_split_time_s,
-                "equal_split_cost_usd": self.equal_split_cost_usd,
-                "speedup_over_equal_split": self.equal_split_time_s / self.time_s
-                if self.time_s else None, "topology": self.spec, "solves": self.solves}
-
-
-def _program(net: LibraNetwork, w: Workload, constraints: Sequence[str], *,
-             min_bw: float, max_cost: float | None, max_time: float | None,
-             minimize: str):
-    """The convex program in scaled units: bandwidths and traffic divided by ``sigma``
-    (the largest per-NPU traffic of a class, in GB), so that the solver sees numbers near
-    1 (unscaled, Clarabel stalls at "optimal_inaccurate" on some of LIBRA's cases); times
-    are unchanged by the scaling. Returns the problem and the bandwidths in GB/s."""
-    import cvxpy as cp
-
-    D = len(net.dims)
-    S = _classes(net, w)
-    sigma = float(min(max(S.max(), 1e-3), 1e6)) if S.size and S.max() > 0 else 1.0
-    Bs = cp.Variable(D, pos=True)
-    kap = net.npus * net.kappa()
-    cost_s = kap @ Bs                       # dollars / sigma
-    cons = [Bs >= min_bw / sigma]
-    terms = []
-    if len(S) and (minimize == "time" or max_time is not None):
-        u = cp.Variable(len(S))
-        for k, row in enumerate(S):
-            for i in range(D):
-                if row[i] > 0:
-                    cons.append(u[k] >= (row[i] / sigma) * cp.inv_pos(Bs[i]))
-        terms = [cp.sum(u)]
-    comm = terms[0] if terms else 0.0
-    for text in constraints:           # each row scaled to a largest coefficient of 1
-        a, c, op, rhs = parse_constraint(text, D)
-        row = a + c * kap
-        norm = float(np.max(np.abs(row))) or 1.0
-        expr = (row / norm) @ Bs
-        r = rhs / sigma / norm
-        cons.append({"<=": expr <= r, ">=": expr >= r, "==": expr == r}[op])
-    if max_cost is not None:
-        norm = float(kap.max())
-        cons.append((kap / norm) @ Bs <= max_cost / sigma / norm)
-    if max_time is not None:
-        cons.append(comm <= max_time - w.compute_s)
-    if minimize == "time":
-        obj = cp.Minimize(comm)
-    else:                                    # cost, normalized by its value at B = sigma
-        obj = cp.Minimize(cost_s / float(kap.sum()))
-    return cp.Problem(obj, cons), _Scaled(Bs, sigma)
-
-
-class _Scaled:
-    """The bandwidth variable in GB/s (``value``) behind its scaled solver variable."""
-
-    def __init__(self, var, sigma: float) -> None:
-        self.var, self.sigma = var, sigma
-
-    @property
-    def value(self):
-        v = self.var.value
-        return None if v is None else np.asarray(v, float) * self.sigma
-
-
-def _solve_program(prob, B, constraints) -> np.ndarray:
-    import warnings
-
-    import cvxpy as cp
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # the status is checked below
-            prob.solve(solver=cp.CLARABEL, max_iter=2000)
-    except cp.error.SolverError as e:   # pragma: no cover - numerical trouble
-        raise InfeasibleError(f"the solver failed: {e}") from None
-    if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        raise InfeasibleError("no allocation satisfies the constraints: "
-                              + "; ".join(constraints or ["(bounds only)"]))
-    runaway = B.value is not None and float(np.max(B.value)) > 1e7   # 10 PB/s per NPU
-    if prob.status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE) or (
-            prob.status != cp.OPTIMAL and runaway):
-        raise InputError("the problem is unbounded: constrain the total bandwidth or the "
-                         "cost (e.g. --constraint 'B0 + B1 + B2 == 500')", item="--constraint")
-    if prob.status != cp.OPTIMAL:
-        raise InfeasibleError(f"the solver stopped with status {prob.status!r}; not accepted")
-    return np.maximum(np.asarray(B.value, float), 0.0)
-
-
-def _check_bounded(net: LibraNetwork, w: Workload, cons: Sequence[str],
-                   budget: float | None) -> None:
-    """Refuse, naming the dimension, a problem in which a dimension that carries traffic
-    can grow without limit (the fastest allocation would not exist): one LP per such
-    dimension, maximizing its bandwidth under the linear constraints."""
-    from scipy.optimize import linprog
-
-    D = len(net.dims)
-    kap = net.npus * net.kappa()
-    A_ub, b_ub, A_eq, b_eq = [], [], [], []
-    for text in cons:
-        a, c, op, rhs = parse_constraint(text, D)
-        row = a + c * kap
-        if op == "<=":
-            A_ub.append(row)
-            b_ub.append(rhs)
-        elif op == ">=":
-            A_ub.append(-row)
-            b_ub.append(-rhs)
-        else:
-            A_eq.append(row)
-            b_eq.append(rhs)
-    if budget is not None:
-        A_ub.append(kap)
-        b_ub.append(budget)
-    used = np.flatnonzero(_classes(net, w).sum(axis=0) > 0)
-    for i in used:
-        obj = np.zeros(D)
-        obj[i] = -1.0
-        r = linprog(obj, A_ub=np.array(A_ub) if A_ub else None, b_ub=b_ub or None,
-                    A_eq=np.array(A_eq) if A_eq else None, b_eq=b_eq or None,
-                    bounds=[(0, None)] * D, method="highs")
-        if r.status == 3:
-            raise InputError(f"nothing limits B{i}: constrain the bandwidth or the cost "
-                             f"(e.g. --constraint 'B0 + ... == 500' or --budget)",
-                             item="--constraint")
-
-
-def solve(net: LibraNetwork, workload: Workload, *, objective: str = "perf",
-          constraints: Sequence[str] = (), budget: float | None = None,
-          time_target: float | None = None, min_bw: float = 1e-3,
-          rtol: float = 1e-6) -> LibraResult:
-    """The optimal allocation for ``objective`` (``perf``, ``perf-per-cost`` or
-    ``min-cost``) under ``constraints`` (strings, see :func:`parse_constraint`), a dollar
-    ``budget`` and, for ``min-cost``, ``time_target`` seconds.
-
-    Raises
-    ------
-    InfeasibleError
-        Naming the constraints when nothing satisfies them, or when the solver does not
-        report an optimal solution.
-    """
-    if objective not in OBJECTIVES:
-        raise InputError(f"objective must be one of {', '.join(OBJECTIVES)}, got "
-                         f"{objective!r}", item="--objective")
-    cons = list(constraints)
-    solves = 1
-    if objective != "min-cost":
-        _check_bounded(net, workload, cons, budget)
-    if objective == "perf":
-        prob, B = _program(net, workload, cons, min_bw=min_bw, max_cost=budget,
-                           max_time=None, minimize="time")
-        b = _solve_program(prob, B, cons)
-    elif objective == "min-cost":
-        if time_target is None:
-            raise InputError("min-cost needs a time target (--time-target)",
-                             item="--time-target")
-        prob, B = _program(net, workload, cons, min_bw=min_bw, max_cost=budget,
-                           max_time=time_target, minimize="cost")
-        b = _solve_program(prob, B, cons)
-    else:
-        b, solves = _perf_per_cost(net, workload, cons, budget, min_bw, rtol)
-    T = iteration_time(net, workload, b)
-    total = float(np.sum(b))
-    eq = equal_split(net, total)
-    return LibraResult(objective, "optimal", tuple(float(x) for x in b), T, cost(net, b),
-                       iteration_time(net, workload, eq), cost(net, eq), net.spec(b), solves)
-
-
-def _range(net, w, cons, budget, min_bw, slow: float) -> tuple[float, float, float, int]:
-    """(cheapest cost, cost of the cheapest allocation at most ``slow`` times slower than
-    the fastest, cost of the fastest) and the solves used."""
-    prob, B = _program(net, w, cons, min_bw=min_bw, max_cost=budget, max_time=None,
-                       minimize="cost")
-    cheapest = cost(net, _solve_program(prob, B, cons))
-    prob, B = _program(net, w, cons, min_bw=min_bw, max_cost=budget, max_time=None,
-                       minimize="time")
-    fast = _solve_program(prob, B, cons)
-    t_fast, c_fast = iteration_time(net, w, fast), cost(net, fast)
-    prob, B = _program(net, w, cons, min_bw=min_bw, max_cost=budget,
-                       max_time=w.compute_s + slow * (t_fast - w.compute_s),
-                       minimize="cost")
-    c_slow = cost(net, _solve_program(prob, B, cons))
-    return cheapest, c_slow, max(c_fast, c_slow * (1 + _EDGE)), 3
-
-
-def _perf_per_cost(net, w, cons, budget, min_bw, rtol) -> tuple[np.ndarray, int]:
-    """The minimum of ``C * T*(C)`` over cost levels ``C`` (see the module docstring).
-
-    The search interval is proved to hold the minimum: below the cost ``c_slow`` of the
-    cheapest allocation whose communication is ``K`` times the fastest's, every product is
-    at least ``cheapest * K * comm_fast``; ``K`` grows tenfold until that exceeds the
-    fastest allocation's product. In the interval: a grid of ``GRID`` log-spaced levels,
-    then golden-section refinement around the best of them to ``rtol`` in ``log C``.
-    """
-    solves = 0
-
-    def at(C: float) -> tuple[float, np.ndarray]:
-        nonlocal solves
-        prob, B = _program(net, w, cons, min_bw=min_bw, max_cost=C, max_time=None,
-                           minimize="time")
-        b = _solve_program(prob, B, cons)
-        solves += 1
-        return cost(net, b) * iteration_time(net, w, b), b
-
-    K = 100.0
-    while True:
-        cheapest, lo, hi, n = _range(net, w, cons, budget, min_bw, K)
-        solves += n
-        f_fast = at(hi)
-        comm_fast = f_fast[0] / hi - w.compute_s
-        if cheapest * (w.compute_s + K * comm_fast) >= f_fast[0] or K >= 1e6:
-            break
-        K *= 10
-    grid = np.geomspace(lo, hi, _GRID)
-    vals = [at(float(C)) for C in grid]
-    i = int(np.argmin([v[0] for v in vals]))
-    a = math.log(grid[max(i - 1, 0)])
-    z = math.log(grid[min(i + 1, len(grid) - 1)])
-    g = (math.sqrt(5) - 1) / 2
-    x1, x2 = z - g * (z - a), a + g * (z - a)
-    f1, f2 = at(math.exp(x1)), at(math.exp(x2))
-    while z - a > rtol:
-        if f1[0] <= f2[0]:
-            z, x2, f2 = x2, x1, f1
-            x1 = z - g * (z - a)
-            f1 = at(math.exp(x1))
-        else:
-            a, x1, f1 = x1, x2, f2
-            x2 = a + g * (z - a)
-            f2 = at(math.exp(x2))
-    best = min([*vals, f1, f2, f_fast], key=lambda x: x[0])
-    return best[1], solves
-
-
-def pareto(net: LibraNetwork, workload: Workload, *, points: int = 50,
-           constraints: Sequence[str] = (), min_bw: float = 1e-3,
-           slowest: float = 10.0) -> list[tuple[float, float, tuple]]:
-    """``points`` optimal (cost, time, bandwidths), cost levels spaced evenly on a log
-    scale from the cheapest allocation whose communication takes ``slowest`` times the
-    fastest's to the fastest allocation; each is a convex solve."""
-    cons = list(constraints)
-    _check_bounded(net, workload, cons, None)
-    _, lo, hi, _ = _range(net, workload, cons, None, min_bw, slowest)
-    out = []
-    for C in np.geomspace(lo, hi, points):
-        prob, B = _program(net, workload, cons, min_bw=min_bw, max_cost=float(C),
-                           max_time=None, minimize="time")
-        b = _solve_program(prob, B, cons)
-        out.append((cost(net, b), iteration_time(net, workload, b), tuple(b)))
-    return out

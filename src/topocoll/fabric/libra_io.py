@@ -24,10 +24,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..workload import Device, Parallelism, Transformer, block_compute_time, stage_parameters
-from .libra import LibraCollective, LibraNetwork, Workload
+from ..workload import (
+    Device,
+    LayeredModel,
+    Parallelism,
+    Transformer,
+    block_compute_time,
+    stage_parameters,
+)
+from .libra import LibraCollective, LibraLayer, LibraNetwork, Workload
 
 __all__ = ["read_libra_workload", "read_communicator", "communicators", "workload_from_model",
+           "workload_from_layered",
            "LIBRA_TYPES"]
 
 #: LIBRA collective names and ours.
@@ -65,8 +73,7 @@ def read_libra_workload(path: str | Path, communicator: dict[str, tuple[int, ...
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read workload {p}: {getattr(e, 'strerror', None) or e}",
                          item=str(p)) from None
-    colls = []
-    compute_ns = 0.0
+    layers = []
     for no, line in enumerate(lines, 1):
         f = line.split()
         if not f:
@@ -74,6 +81,7 @@ def read_libra_workload(path: str | Path, communicator: dict[str, tuple[int, ...
         if len(f) != 12:
             raise InputError(f"{p}:{no}: a LIBRA layer line has 12 fields, got {len(f)}",
                              item=f"line {no}")
+        comp_s, colls = [], []
         for k, ph in enumerate(_PHASES):
             comp, typ, size = f[2 + 3 * k], f[3 + 3 * k].upper(), f[4 + 3 * k]
             try:
@@ -86,12 +94,14 @@ def read_libra_workload(path: str | Path, communicator: dict[str, tuple[int, ...
             if typ not in LIBRA_TYPES:
                 raise InputError(f"{p}:{no}: unknown collective {typ!r} (valid: "
                                  f"{', '.join(LIBRA_TYPES)})", item=f"line {no}")
-            compute_ns += c
-            if LIBRA_TYPES[typ] and s > 0:
-                colls.append(LibraCollective(LIBRA_TYPES[typ], s, communicator[ph]))
-    if not colls and compute_ns == 0:
+            comp_s.append(c * 1e-9)
+            colls.append((LibraCollective(LIBRA_TYPES[typ], s, communicator[ph]),)
+                         if LIBRA_TYPES[typ] and s > 0 else ())
+        layers.append(LibraLayer(f[0], *comp_s, *colls))
+    if not layers or not any(ly.fwd_s or ly.ig_s or ly.wg_s or ly.fwd or ly.ig or ly.wg
+                             for ly in layers):
         raise InputError(f"{p}: no layers", item=str(p))
-    return Workload(tuple(colls), compute_ns * 1e-9, name or p.stem)
+    return Workload.from_layers(layers, name or p.stem)
 
 
 def communicators(net: LibraNetwork, tp: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -127,11 +137,13 @@ def workload_from_model(net: LibraNetwork, model: Transformer, par: Parallelism,
     """LIBRA's view of one iteration of ``model`` under ``par`` (TP and DP only; pipeline
     and expert parallelism are outside LIBRA's model) on the network's ``npus``.
 
-    Per block and micro-batch: two tensor-parallel all-reduces of the block's activations
-    in the forward and two in the input gradient (and two more for a fully recomputed
-    forward); per iteration: the data-parallel all-reduce of every block's gradients and
-    of the embeddings. Compute: :func:`~topocoll.workload.block_compute_time` per block,
-    three times (forward, backward as twice the forward), four with full recomputation.
+    Per layer (the embedding, then every block): per block and micro-batch, two
+    tensor-parallel all-reduces of the block's activations in the forward and two in the
+    input gradient (and two more for a fully recomputed forward); per iteration, the
+    data-parallel all-reduce of the layer's gradients in its weight-gradient phase.
+    Compute: :func:`~topocoll.workload.block_compute_time` per block and micro-batch for
+    the forward, the input gradient and the weight gradient each (the backward is twice
+    the forward), the input gradient once more with full recomputation.
     """
     if par.pp > 1 or par.ep > 1:
         raise InputError("LIBRA models tensor and data parallelism only; use pp=1 and ep=1",
@@ -143,13 +155,66 @@ def workload_from_model(net: LibraNetwork, model: Transformer, par: Parallelism,
     m = par.micro_batches
     act = 2.0 * par.micro_batch * model.seq * model.hidden
     passes = 3 if par.recompute == "full" else 2
-    colls = []
-    if par.tp > 1:
-        colls.append(LibraCollective("allreduce", act, tp_c,
-                                     count=2 * passes * model.layers * m))
-    if par.dp > 1:
-        grads = 2.0 * stage_parameters(model, par, 0)
-        colls.append(LibraCollective("allreduce", grads, dp_c))
-    block = block_compute_time(model, par, device)
-    compute = m * model.layers * block * (4 if par.recompute == "full" else 3)
-    return Workload(tuple(colls), compute, f"{model.name} {par.label()}")
+    block = m * block_compute_time(model, par, device)
+    grads = 2.0 * stage_parameters(model, par, 0)
+    emb = 2.0 * model.embedding_parameters / par.tp
+    dp = par.dp > 1
+
+    def allreduce(size, comm, count=1.0):
+        return (LibraCollective("allreduce", size, comm, count),) if size > 0 else ()
+
+    layers = [LibraLayer("embedding", wg=allreduce(emb, dp_c) if dp else ())]
+    tp = par.tp > 1
+    for i in range(model.layers):
+        layers.append(LibraLayer(
+            f"block{i}", block, block * (passes - 1), block,
+            fwd=allreduce(act, tp_c, 2 * m) if tp else (),
+            ig=allreduce(act, tp_c, 2 * m * (passes - 1)) if tp else (),
+            wg=allreduce((grads - emb) / model.layers, dp_c) if dp else ()))
+    return Workload.from_layers(layers, f"{model.name} {par.label()}")
+
+
+def workload_from_layered(net: LibraNetwork, model: LayeredModel, device: Device, *,
+                          batch_per_npu: int = 32) -> Workload:
+    """LIBRA's view of one data-parallel iteration of a layered model (ResNet-50, VGG-16,
+    DLRM, ...) on every NPU of the network, ``batch_per_npu`` samples each.
+
+    Per dense layer: forward compute as in
+    :func:`~topocoll.workload.simulate_dp_iteration` (the multiply at the device's
+    efficiency plus the output written and read once), input and weight gradients as much
+    again each, and the all-reduce of its 16-bit gradients over every NPU. Embedding tables
+    (DLRM) are model-parallel: their lookups are memory-bound and the pooled vectors go
+    through an all-to-all in the forward pass and back in the input gradient. The
+    optimizer update (16 bytes of state per dense parameter, read and written) ends the
+    iteration.
+
+    Examples
+    --------
+    >>> from topocoll.fabric import parse_network
+    >>> from topocoll.workload import LAYERED, find_device
+    >>> w = workload_from_layered(parse_network("hier:ring(4)x switch(8)"),
+    ...                           LAYERED["resnet50"], find_device("a100-80g"))
+    >>> len(w.layers), [c.kind for c in w.collectives][:1], w.collectives[0].comm
+    (54, ['allreduce'], (4, 8))
+    """
+    if isinstance(batch_per_npu, bool) or not isinstance(batch_per_npu, int) or \
+            batch_per_npu < 1:
+        raise InputError(f"batch per NPU must be a positive integer, got {batch_per_npu!r}",
+                         item="--batch-per-npu")
+    b = batch_per_npu
+    comm = tuple(d.size for d in net.dims)
+    layers = []
+    rows = 0.0
+    for ly in model.layers:
+        if ly.kind == "embedding":
+            rows += ly.activation_bytes
+            continue
+        t = device.gemm_time(ly.flops * b) + device.memory_time(2 * ly.activation_bytes * b)
+        wg = (LibraCollective("allreduce", 2.0 * ly.params, comm),) if ly.params else ()
+        layers.append(LibraLayer(ly.name, t, t, t, wg=wg))
+    if rows:
+        look = device.memory_time(rows * b)
+        a2a = (LibraCollective("alltoall", rows * b, comm),)
+        layers.insert(0, LibraLayer("embeddings", look, look, 0.0, fwd=a2a, ig=a2a))
+    tail = device.memory_time(2 * 16 * model.dense_parameters)
+    return Workload.from_layers(layers, f"{model.name} dp={net.npus},mb={b}", tail)

@@ -1,51 +1,65 @@
 """Training workloads: the model zoo, devices, parallelism, memory and the iteration model
 (``docs/design-workload.md``)."""
 
-from .dataparallel import simulate_dp_iteration
-from .devices import DEVICE_NAMES, DEVICES, Device, find_device
-from .iteration import (
-    CollectiveCoster,
-    IterationResult,
-    Task,
-    block_compute_time,
-    pipeline_1f1b,
-    simulate_iteration,
-)
-from .layered import (
-    LAYERED,
-    Layer,
-    LayeredModel,
-    bert_topoopt,
-    candle_uno,
-    dlrm,
-    ncf,
-    resnet50,
-    vgg16,
-)
-from .memory import (
-    MemoryReport,
-    StageMemory,
-    activation_bytes_per_layer,
-    check_fits,
-    memory_per_gpu,
-    stage_layers,
-    stage_parameters,
-)
-from .models import MODEL_NAMES, MODELS, Transformer, load_model, parse_model
-from .parallel import ORDERS, RECOMPUTE, Parallelism, groups, parse_parallel
-from .search import SearchPoint, SearchResult, candidate_parallelisms, search_parallelism
-from .textio import (
-    COLLECTIVE_TYPES,
-    DIALECTS,
-    TextLayer,
-    TextWorkload,
-    format_text_workload,
-    model_layers,
-    parse_text_workload,
-)
-from .trace import timeline_events, write_timeline
+from ..lazy import lazy_exports
 
-__all__ = ["block_compute_time", "DEVICE_NAMES", "DEVICES", "Device", "find_device",
+#: Where each public name lives (imported on first use, :mod:`topocoll.lazy`).
+_WHERE = {
+    "simulate_dp_iteration": "dataparallel",
+    "DEVICE_NAMES": "devices",
+    "DEVICES": "devices",
+    "Device": "devices",
+    "find_device": "devices",
+    "CollectiveCoster": "iteration",
+    "IterationResult": "iteration",
+    "Task": "iteration",
+    "block_compute_time": "compute",
+    "pipeline_1f1b": "iteration",
+    "simulate_iteration": "iteration",
+    "LAYERED": "layered",
+    "Layer": "layered",
+    "LayeredModel": "layered",
+    "bert_topoopt": "layered",
+    "candle_uno": "layered",
+    "dlrm": "layered",
+    "ncf": "layered",
+    "resnet50": "layered",
+    "vgg16": "layered",
+    "MemoryReport": "memory",
+    "StageMemory": "memory",
+    "activation_bytes_per_layer": "memory",
+    "check_fits": "memory",
+    "memory_per_gpu": "memory",
+    "stage_layers": "memory",
+    "stage_parameters": "memory",
+    "MODEL_NAMES": "models",
+    "MODELS": "models",
+    "Transformer": "models",
+    "load_model": "models",
+    "parse_model": "models",
+    "ORDERS": "parallel",
+    "RECOMPUTE": "parallel",
+    "Parallelism": "parallel",
+    "groups": "parallel",
+    "parse_parallel": "parallel",
+    "SearchPoint": "search",
+    "SearchResult": "search",
+    "candidate_parallelisms": "search",
+    "search_parallelism": "search",
+    "COLLECTIVE_TYPES": "textio",
+    "DIALECTS": "textio",
+    "TextLayer": "textio",
+    "TextWorkload": "textio",
+    "format_text_workload": "textio",
+    "model_layers": "textio",
+    "parse_text_workload": "textio",
+    "timeline_events": "trace",
+    "write_timeline": "trace",
+    "layer_compute": "compute",
+}
+
+__all__ = ["block_compute_time", "layer_compute", "DEVICE_NAMES", "DEVICES", "Device",
+           "find_device",
            "CollectiveCoster", "IterationResult", "Task", "pipeline_1f1b", "simulate_iteration",
            "MemoryReport", "StageMemory", "activation_bytes_per_layer", "check_fits",
            "memory_per_gpu", "stage_layers", "stage_parameters", "MODEL_NAMES", "MODELS",
@@ -56,3 +70,5 @@ __all__ = ["block_compute_time", "DEVICE_NAMES", "DEVICES", "Device", "find_devi
            "parse_text_workload", "simulate_dp_iteration", "LAYERED", "Layer", "bert_topoopt",
            "candle_uno", "ncf",
            "LayeredModel", "dlrm", "resnet50", "vgg16"]
+
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

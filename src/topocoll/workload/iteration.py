@@ -49,13 +49,13 @@ from ..cost import AlphaBeta, CostModel
 from ..errors import InputError
 from ..selection import ScheduleCache, choose
 from ..topology import Topology
+from .compute import layer_compute
 from .devices import Device
 from .memory import MemoryReport, check_fits, memory_per_gpu, stage_layers, stage_parameters
 from .models import Transformer
 from .parallel import Parallelism, groups
 
-__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b",
-           "block_compute_time"]
+__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b"]
 
 #: Bytes per activation and gradient element (16-bit training).
 ELEMENT_BYTES = 2
@@ -180,36 +180,6 @@ class CollectiveCoster:
         return self._memo[key]
 
 
-def block_compute_time(model: Transformer, par: Parallelism, device: Device) -> float:
-    """Seconds of one block's forward on one rank for one micro-batch (multiplies,
-    attention and the memory-bound rest; the backward is twice this)."""
-    mm, mem = _layer_compute(model, par, device)
-    return mm + mem
-
-
-def _layer_compute(model: Transformer, par: Parallelism, dev: Device) -> tuple[float, float]:
-    """Seconds of one block's forward on one rank for one micro-batch: (multiplies and
-    attention, memory-bound rest); and the attention core alone is recomputed by
-    ``selective``."""
-    b, t, s, h = par.micro_batch, par.tp, model.seq, model.hidden
-    tok = b * s
-    gemms = [2 * tok * h * (h + 2 * model.kv_dim) / t,             # QKV
-             2 * tok * h * h / t]                                    # output projection
-    mlp_mats = 3 if model.gated else 2
-    per_expert_tok = tok * model.top_k / (model.experts if model.moe else 1)
-    n_exp = model.experts / (par.ep if model.moe else 1) if model.moe else 1
-    for _ in range(mlp_mats):
-        gemms.append(2 * per_expert_tok * h * model.ffn / t)
-    mm = sum(dev.gemm_time(f) for f in gemms[:2])
-    mm += n_exp * sum(dev.gemm_time(f) for f in gemms[2:]) if model.moe else sum(
-        dev.gemm_time(f) for f in gemms[2:])
-    attn = dev.gemm_time(b * model.layer_attention_flops() / t)
-    rep, split, scores = model.layer_activation_terms()
-    rd = t if par.sequence_parallel else 1
-    mem = dev.memory_time(2 * b * (rep / rd + split / t + scores / t))
-    return mm + attn, mem
-
-
 def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
                        device: Device, *, cost_model: CostModel | None = None,
                        algorithms: Sequence[str] | None = None,
@@ -275,7 +245,7 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     act = ELEMENT_BYTES * b * s * h          # one micro-batch's hidden states
 
     # -- per block -------------------------------------------------------------------------
-    mm, mem_t = _layer_compute(model, par, device)
+    mm, mem_t = layer_compute(model, par, device)
     f_block = mm + mem_t
     tp_groups = groups(par, "tp")
     if par.sequence_parallel and t > 1:

@@ -41,8 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .compute import block_compute_time
 from .devices import Device
-from .iteration import block_compute_time
 from .models import Transformer
 from .parallel import Parallelism
 

@@ -1,0 +1,139 @@
+"""Check a LIBRA allocation by simulating the fabric it describes.
+
+An allocation ``B`` turns the network into a ``hier:`` topology
+(:meth:`~topocoll.fabric.libra.LibraNetwork.spec`). Each collective of the workload runs
+among the NPUs its communicator names; the groups of one collective are translates of
+each other and use disjoint links (a dimension's links join NPUs that differ only in that
+coordinate), and LIBRA's loop runs one collective at a time, so one group on its own
+sub-fabric is exact. The sub-fabric keeps, per used dimension, the ``c`` members (spread
+evenly) with the links they really have:
+
+- Ring(n): a ring of ``c`` whose hops are ``n / c`` physical links each (the same
+  ``B / 2`` per direction, ``n / c`` times the latency). Two members of a larger ring
+  keep ``B / 2``: routing is deterministic, so both halves of a bidirectional exchange
+  take the same shortest path, as they do in the dimension's own schedule;
+- FullyConnected(n): a fully connected ``c`` with the original per-link ``B / (n - 1)``,
+  so a communicator that uses few of the NPUs uses few of the links;
+- Switch(n): a switch of ``c`` ports of ``B`` each.
+
+On it the hierarchical schedule (all-reduce, reduce-scatter, all-gather: one dimension
+after another, bidirectional ring on rings, direct elsewhere;
+:mod:`topocoll.synth.hierarchical`) or the direct all-to-all (every pair at once, routed
+across the dimensions) is synthesized and costed at flow level (max-min fair sharing of
+every link). The
+iteration is then recomposed with the same loop as the model, each collective taking its
+simulated time, so both numbers can be set side by side.
+
+Examples
+--------
+>>> from topocoll.fabric.libra import LibraCollective, Workload, parse_network
+>>> from topocoll.fabric.libra_time import TimeModel
+>>> net = parse_network("hier:ring(4)x fc(8)")
+>>> w = Workload((LibraCollective("allreduce", 1e8, (4, 2)),), compute_s=0.0)
+>>> c = check_allocation(net, w, [50.0, 50.0])
+>>> c["iteration_s"] < c["flow_iteration_s"]       # LIBRA assumes all 7 FC links usable
+True
+>>> seq = TimeModel(algorithms=("bidirectional_ring", "direct"), phases="sequential")
+>>> c = check_allocation(net, w, [50.0, 50.0], seq)
+>>> abs(c["flow_iteration_s"] / c["iteration_s"] - 1) < 1e-6
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .libra import GB, LibraCollective, LibraNetwork, Workload, check_workload
+from .libra_time import LIBRA_MODEL, TimeModel, collective_time, iteration_time
+
+__all__ = ["check_allocation", "sub_fabric"]
+
+_KIND = {"Ring": "ring", "FullyConnected": "fc", "Switch": "switch"}
+
+
+def sub_fabric(net: LibraNetwork, comm: Sequence[int], bandwidth_GBps: Sequence[float],
+               latency_s: Sequence[float] | None = None) -> str:
+    """The ``hier:`` spec of one group of a communicator (see the module docstring).
+
+    Examples
+    --------
+    >>> from topocoll.fabric.libra import parse_network
+    >>> sub_fabric(parse_network("hier:ring(8)x fc(8)x switch(4)"), (4, 2, -1), [100, 70, 10])
+    'hier:ring(4,5e+10B/s,0s)x fc(2,1e+10B/s,0s)'
+    """
+    parts = []
+    for i, (d, c) in enumerate(zip(net.dims, comm, strict=True)):
+        if c is None or c < 2:
+            continue
+        B = float(bandwidth_GBps[i]) * GB
+        lat = float(latency_s[i]) if latency_s else 0.0
+        if d.block == "Ring":
+            link = B if d.size == 2 else B / 2
+            lat *= d.size // c
+        elif d.block == "FullyConnected":
+            link = B / (d.size - 1)
+        else:
+            link = B
+        parts.append(f"{_KIND[d.block]}({c},{link:.9g}B/s,{lat:.9g}s)")
+    return "hier:" + "x ".join(parts)
+
+
+def _flow_time(spec: str, coll: LibraCollective, backend: str) -> tuple[float, float, str]:
+    from ..cost import AlphaBeta
+    from ..selection import find_algorithm, synthesize
+    from ..sim.backends import cost_model
+    from ..topology.spec import parse_spec
+
+    top = parse_spec(spec)
+    alg = "direct" if coll.kind == "alltoall" else "hierarchical"
+    sched = synthesize(find_algorithm(alg, coll.kind), top,
+                       {"ranks": tuple(range(top.num_ranks))})
+    # the schedules' sizes: all-gather's is the gathered buffer; LIBRA's the shard
+    size = coll.size * top.num_ranks if coll.kind == "allgather" else coll.size
+    flow = cost_model(backend).evaluate(sched, top, size).time
+    ana = AlphaBeta(bound=False).evaluate(sched, top, size).time
+    return flow, ana, alg
+
+
+def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[float],
+                     model: TimeModel = LIBRA_MODEL, chosen: dict | None = None, *,
+                     backend: str = "flow") -> dict:
+    """Simulate every distinct collective of ``w`` on the fabric of ``bandwidth_GBps``
+    (see the module docstring) and recompose the iteration.
+
+    Returns
+    -------
+    dict
+        ``iteration_s`` (the model's), ``flow_iteration_s`` (with simulated collectives),
+        ``ratio`` (flow over model) and ``collectives``: per distinct collective its kind,
+        bytes, communicator, count, ``model_s``, ``flow_s``, ``analytical_s`` (the same
+        schedule under the alpha-beta model), the schedule and the sub-fabric.
+    """
+    check_workload(net, w)
+    b = np.asarray(bandwidth_GBps, float)
+    seen: dict = {}
+    counts: dict = {}
+    for c in [*w.collectives, *(x for ly in w.layers for x in (*ly.fwd, *ly.ig, *ly.wg))]:
+        k = (c.kind, float(c.size), tuple(c.comm))
+        seen.setdefault(k, c)
+    for c in w.collectives:
+        k = (c.kind, float(c.size), tuple(c.comm))
+        counts[k] = counts.get(k, 0.0) + c.count
+    times, rows = {}, []
+    for k, c in seen.items():
+        spec = sub_fabric(net, c.comm, b, model.latency_s)
+        if spec == "hier:":
+            continue
+        flow, ana, alg = _flow_time(spec, c, backend)
+        times[k] = flow
+        rows.append({"kind": c.kind, "size_bytes": c.size, "comm": list(c.comm),
+                     "count": counts.get(k, 0.0),
+                     "model_s": collective_time(c.kind, c.size, c.comm, b, net, model, chosen),
+                     "flow_s": flow, "analytical_s": ana, "schedule": alg,
+                     "fabric": spec})
+    t_model = iteration_time(net, w, b, model, chosen)
+    t_flow = iteration_time(net, w, b, model, chosen, times=times)
+    return {"backend": backend, "iteration_s": t_model, "flow_iteration_s": t_flow,
+            "ratio": t_flow / t_model if t_model else None, "collectives": rows}

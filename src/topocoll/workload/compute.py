@@ -1,0 +1,49 @@
+"""Compute time of a transformer block on one device: the multiplies at the device's
+efficiency curve, attention, and the memory-bound rest (``docs/design-workload.md``).
+
+Examples
+--------
+>>> from topocoll.workload import find_device, parse_model, parse_parallel
+>>> t = block_compute_time(parse_model("gpt3-175b"), parse_parallel("tp=8"),
+...                        find_device("a100-80g"))
+>>> 0.001 < t < 0.1
+True
+"""
+
+from __future__ import annotations
+
+from .devices import Device
+from .models import Transformer
+from .parallel import Parallelism
+
+__all__ = ["block_compute_time", "layer_compute"]
+
+
+def block_compute_time(model: Transformer, par: Parallelism, device: Device) -> float:
+    """Seconds of one block's forward on one rank for one micro-batch (multiplies,
+    attention and the memory-bound rest; the backward is twice this)."""
+    mm, mem = layer_compute(model, par, device)
+    return mm + mem
+
+
+def layer_compute(model: Transformer, par: Parallelism, dev: Device) -> tuple[float, float]:
+    """Seconds of one block's forward on one rank for one micro-batch: (multiplies and
+    attention, memory-bound rest); and the attention core alone is recomputed by
+    ``selective``."""
+    b, t, s, h = par.micro_batch, par.tp, model.seq, model.hidden
+    tok = b * s
+    gemms = [2 * tok * h * (h + 2 * model.kv_dim) / t,             # QKV
+             2 * tok * h * h / t]                                    # output projection
+    mlp_mats = 3 if model.gated else 2
+    per_expert_tok = tok * model.top_k / (model.experts if model.moe else 1)
+    n_exp = model.experts / (par.ep if model.moe else 1) if model.moe else 1
+    for _ in range(mlp_mats):
+        gemms.append(2 * per_expert_tok * h * model.ffn / t)
+    mm = sum(dev.gemm_time(f) for f in gemms[:2])
+    mm += n_exp * sum(dev.gemm_time(f) for f in gemms[2:]) if model.moe else sum(
+        dev.gemm_time(f) for f in gemms[2:])
+    attn = dev.gemm_time(b * model.layer_attention_flops() / t)
+    rep, split, scores = model.layer_activation_terms()
+    rd = t if par.sequence_parallel else 1
+    mem = dev.memory_time(2 * b * (rep / rd + split / t + scores / t))
+    return mm + attn, mem
