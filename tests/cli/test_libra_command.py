@@ -40,3 +40,34 @@ def test_libra_reads_libra_files(tmp_path):
                             str(tmp_path / "comm.yml"), "-c", "B0 + B1 + B2 == 300"])
     assert r.exit_code == 0, r.output
     assert "InterPod" in r.stdout and "speedup" in r.stdout
+
+
+def test_libra_richer_model_check_and_compare():
+    r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--algorithm", "choose",
+                            "--latency", "500ns", "--phases", "sequential", "--loop", "overlap",
+                            "--check", "--compare", "125,125,125,125", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["model"] == {"algorithms": ["choose"] * 4, "latency_s": [5e-7] * 4,
+                          "phases": "sequential", "loop": "overlap"}
+    assert d["duality_gap"] < 1e-6 and d["algorithms"]
+    # the sequential model is the hierarchical schedule's: the flow check agrees closely
+    assert d["check"]["complete"] and d["check"]["ratio"] == pytest.approx(1.0, abs=0.01)
+    assert d["compare"]["time_s"] == pytest.approx(d["equal_split_time_s"])
+    assert d["compare"]["speedup"] >= 1.0
+
+
+def test_libra_layered_model_and_bad_options():
+    r = runner.invoke(app, ["libra", "-m", "resnet50", "-c", "B0 + B1 + B2 + B3 == 500",
+                            "--batch-per-npu", "16", "--loop", "no-overlap", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["workload"] == "resnet50 dp=4096,mb=16"
+    for args, item in ((["--latency", "1us,2us"], "--latency"),
+                       (["--algorithm", "ring,foo,ring,ring"], "--algorithm"),
+                       (["--phases", "both"], "--phases"),
+                       (["--loop", "maybe"], "--loop"),
+                       (["--compare", "1,2,x,4"], "--compare"),
+                       (["--latency", "fast"], "--latency")):
+        r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", *args])
+        assert r.exit_code == 2, (args, r.output)
+        assert item in r.output and "Traceback" not in r.output

@@ -233,3 +233,21 @@ def test_fabric_imports_only_what_it_uses():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_flow_check_scales_one_simulation_per_schedule_without_latency():
+    """Without latency the check simulates one size per schedule and scales it; the
+    scaled times equal direct simulations of every size."""
+    from topocoll.sim.backends import cost_model
+    from topocoll.synth.hierarchical import hierarchical_allreduce
+    from topocoll.topology.spec import parse_spec
+
+    b = [120.0, 60.0, 25.0]
+    sizes = (1e6, 7e7, 3e8)
+    w = Workload(tuple(LibraCollective("allreduce", s, (4, 2, 8)) for s in sizes), 0.0)
+    c = check_allocation(NET, w, b)
+    top = parse_spec(c["collectives"][0]["fabric"])
+    sched = hierarchical_allreduce(top)
+    for row, s in zip(c["collectives"], sizes, strict=True):
+        assert row["flow_s"] == pytest.approx(cost_model("flow").evaluate(sched, top, s).time,
+                                              rel=1e-9)

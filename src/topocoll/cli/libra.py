@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .app import JsonOpt, app, handle_errors, out, print_json
+from .app import JsonOpt, app, choice_opt, handle_errors, out, print_json, time_opt
 
 __all__ = ["libra"]
 
@@ -50,11 +50,36 @@ def libra(
     pareto_png: Annotated[Path | None, typer.Option(
         "--pareto", help="Write the time-against-cost Pareto curve (PNG).")] = None,
     points: Annotated[int, typer.Option(help="Points on the Pareto curve.")] = 50,
+    batch_per_npu: Annotated[int, typer.Option(
+        help="Samples per NPU for layered models (resnet50, vgg16, dlrm, ...).")] = 32,
+    algorithm: Annotated[str, typer.Option(
+        help="Algorithm per dimension, one name or comma-separated: libra (LIBRA's ideal "
+             "traffic), choose, ring, bidirectional_ring, direct, swing, recursive_halving, "
+             "bruck, pairwise.")] = "libra",
+    latency: Annotated[str | None, typer.Option(
+        help="Link latency per dimension, one value or comma-separated (e.g. 500ns).")]
+        = None,
+    phases: Annotated[str, typer.Option(
+        help="pipelined (LIBRA: the slowest dimension) or sequential (one after another).")]
+        = "pipelined",
+    loop: Annotated[str, typer.Option(
+        help="no_overlap (LIBRA) or overlap (weight-gradient collectives overlap the "
+             "backward pass).")] = "no_overlap",
+    check: Annotated[bool, typer.Option(
+        "--check", help="Simulate the optimum's fabric at flow level and report both "
+                        "times.")] = False,
+    compare: Annotated[str | None, typer.Option(
+        help="Your allocation, GB/s per NPU comma-separated: its time, cost and the "
+             "optimum's speedup over it.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Optimal bandwidth per dimension for a training workload (LIBRA, solved exactly)."""
     from ..fabric import (
+        LOOPS,
         OBJECTIVES,
+        PHASES,
+        check_allocation,
+        cost,
         equal_split,
         iteration_time,
         parse_constraint,
@@ -62,10 +87,11 @@ def libra(
         read_communicator,
         read_libra_workload,
         solve,
+        workload_from_layered,
         workload_from_model,
     )
     from ..fabric import pareto as pareto_curve
-    from ..workload import find_device, parse_model, parse_parallel
+    from ..workload import LAYERED, find_device, parse_model, parse_parallel
 
     if objective not in OBJECTIVES:
         raise InputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got "
@@ -81,8 +107,14 @@ def libra(
                                    pareto_png.parent.exists()):
         raise InputError(f"{pareto_png}: --pareto writes a .png in an existing directory",
                          item=str(pareto_png))
+    choice_opt(phases, PHASES, "--phases")
+    loop = loop.replace("-", "_")
+    choice_opt(loop, LOOPS, "--loop")
     classes = [c.strip() for c in cost_classes.split(",")] if cost_classes else None
     net = parse_network(network, classes)
+    D = len(net.dims)
+    tm = _time_model(algorithm, latency, phases, loop, D)
+    mine = _allocation(compare, D) if compare is not None else None
     cons = list(constraint or [])
     for c in cons:       # every constraint read before anything is solved
         parse_constraint(c, len(net.dims))
@@ -90,6 +122,9 @@ def libra(
         raise InputError("--workload and --communicator go together", item="--communicator")
     if workload is not None:
         w = read_libra_workload(workload, read_communicator(communicator, len(net.dims)))
+    elif model in LAYERED:
+        w = workload_from_layered(net, LAYERED[model], find_device(device),
+                                  batch_per_npu=batch_per_npu)
     else:
         par = parse_parallel(parallel)
         if "dp=" not in parallel.replace(" ", ""):
@@ -101,13 +136,20 @@ def libra(
             par = par.with_(global_batch=global_batch)
         w = workload_from_model(net, parse_model(model), par, find_device(device))
     r = solve(net, w, objective=objective, constraints=cons, budget=budget,
-              time_target=time_target)
+              time_target=time_target, model=tm)
     rec = r.to_dict()
+    chosen = dict(r.algorithms)
+    if mine is not None:
+        t_mine = iteration_time(net, w, mine, tm, chosen)
+        rec["compare"] = {"bandwidth_GBps": mine, "time_s": t_mine,
+                          "cost_usd": cost(net, mine), "speedup": t_mine / r.time_s}
+    if check:
+        rec["check"] = check_allocation(net, w, r.bandwidth_GBps, tm, chosen)
     rec["network"] = [{"block": d.block, "size": d.size, "cost_class": d.cost_class}
                       for d in net.dims]
     rec["workload"] = w.name
     if pareto_png is not None:
-        curve = pareto_curve(net, w, points=points, constraints=cons)
+        curve = pareto_curve(net, w, points=points, constraints=cons, model=tm)
         _plot(curve, r, pareto_png)
         rec["pareto"] = [{"cost_usd": c, "time_s": t, "bandwidth_GBps": list(b)}
                          for c, t, b in curve]
@@ -123,10 +165,54 @@ def libra(
         tab.add_row(str(i), d.block, str(d.size), d.cost_class, f"{b:.4g}", f"{eq[i]:.4g}")
     out.print(tab)
     out.print(f"iteration {r.time_s:.6g} s, cost ${r.cost_usd:,.0f}; equal split "
-              f"{iteration_time(net, w, eq):.6g} s (speedup {r.equal_split_time_s / r.time_s:.3f}x)"
-              f"; solver status {r.status}", highlight=False)
+              f"{r.equal_split_time_s:.6g} s (speedup {r.equal_split_time_s / r.time_s:.3f}x)"
+              f"; solver status {r.status}, duality gap {r.gap:.1e}", highlight=False)
+    if mine is not None:
+        c = rec["compare"]
+        out.print(f"your allocation: {c['time_s']:.6g} s, cost ${c['cost_usd']:,.0f} "
+                  f"(the optimum is {c['speedup']:.3f}x faster)", highlight=False)
+    if check:
+        c = rec["check"]
+        out.print(f"flow-level check of the optimum's fabric: {c['flow_iteration_s']:.6g} s "
+                  f"against the model's {c['iteration_s']:.6g} s ({c['ratio']:.3f}x)"
+                  + ("" if c["complete"] else "; not simulated: " + "; ".join(
+                      x["skipped"] for x in c["collectives"] if x.get("skipped"))),
+                  highlight=False)
     if pareto_png is not None:
         out.print(f"Pareto curve written to {pareto_png}", highlight=False)
+
+
+def _per_dim(text: str, D: int, option: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 1:
+        parts = parts * D
+    if len(parts) != D or not all(parts):
+        raise InputError(f"{option} needs one value or {D} comma-separated values, got "
+                         f"{text!r}", item=option)
+    return parts
+
+
+def _time_model(algorithm: str, latency: str | None, phases: str, loop: str, D: int):
+    from ..fabric import ALGORITHMS, TimeModel
+
+    algs = _per_dim(algorithm, D, "--algorithm")
+    for a in algs:
+        choice_opt(a, ALGORITHMS, "--algorithm")
+    lats = tuple(time_opt(x, "--latency") for x in _per_dim(latency, D, "--latency")) \
+        if latency is not None else None
+    return TimeModel(None if set(algs) == {"libra"} else tuple(algs), lats, phases, loop)
+
+
+def _allocation(text: str, D: int) -> list[float]:
+    try:
+        vals = [float(x) for x in _per_dim(text, D, "--compare")]
+    except ValueError:
+        raise InputError(f"--compare takes GB/s per NPU as numbers, got {text!r}",
+                         item="--compare") from None
+    if not all(v > 0 for v in vals):
+        raise InputError(f"--compare: every bandwidth must be positive, got {text!r}",
+                         item="--compare")
+    return vals
 
 
 def _plot(curve, r, path: Path) -> None:

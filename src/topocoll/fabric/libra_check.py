@@ -48,7 +48,11 @@ import numpy as np
 from .libra import GB, LibraCollective, LibraNetwork, Workload, check_workload
 from .libra_time import LIBRA_MODEL, TimeModel, collective_time, iteration_time
 
-__all__ = ["check_allocation", "sub_fabric"]
+__all__ = ["check_allocation", "sub_fabric", "MAX_ALLTOALL_RANKS"]
+
+#: Largest group whose direct all-to-all is simulated (its n (n - 1) transfers); larger
+#: ones are reported as not checked and keep the model's time in the recomposed iteration.
+MAX_ALLTOALL_RANKS = 512
 
 _KIND = {"Ring": "ring", "FullyConnected": "fc", "Switch": "switch"}
 
@@ -80,21 +84,41 @@ def sub_fabric(net: LibraNetwork, comm: Sequence[int], bandwidth_GBps: Sequence[
     return "hier:" + "x ".join(parts)
 
 
-def _flow_time(spec: str, coll: LibraCollective, backend: str) -> tuple[float, float, str]:
-    from ..cost import AlphaBeta
-    from ..selection import find_algorithm, synthesize
-    from ..sim.backends import cost_model
-    from ..topology.spec import parse_spec
+class _Simulator:
+    """Flow-level times of collectives on sub-fabrics, each schedule synthesized once per
+    (kind, sub-fabric). Without latency, max-min fair sharing is scale-free (every rate
+    and every finish time scales with the bytes), so one simulation per schedule gives
+    every size; with latency each size is simulated."""
 
-    top = parse_spec(spec)
-    alg = "direct" if coll.kind == "alltoall" else "hierarchical"
-    sched = synthesize(find_algorithm(alg, coll.kind), top,
-                       {"ranks": tuple(range(top.num_ranks))})
-    # the schedules' sizes: all-gather's is the gathered buffer; LIBRA's the shard
-    size = coll.size * top.num_ranks if coll.kind == "allgather" else coll.size
-    flow = cost_model(backend).evaluate(sched, top, size).time
-    ana = AlphaBeta(bound=False).evaluate(sched, top, size).time
-    return flow, ana, alg
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self._sched: dict = {}
+        self._unit: dict = {}
+
+    def time(self, spec: str, coll: LibraCollective, latency: bool
+             ) -> tuple[float, float, str]:
+        from ..cost import AlphaBeta
+        from ..selection import find_algorithm, synthesize
+        from ..sim.backends import cost_model
+        from ..topology.spec import parse_spec
+
+        key = (coll.kind, spec)
+        if key not in self._sched:
+            top = parse_spec(spec)
+            alg = "direct" if coll.kind == "alltoall" else "hierarchical"
+            self._sched[key] = (top, synthesize(find_algorithm(alg, coll.kind), top,
+                                                {"ranks": tuple(range(top.num_ranks))}), alg)
+        top, sched, alg = self._sched[key]
+        # the schedules' sizes: all-gather's is the gathered buffer; LIBRA's the shard
+        size = coll.size * top.num_ranks if coll.kind == "allgather" else coll.size
+        if latency:
+            return (cost_model(self.backend).evaluate(sched, top, size).time,
+                    AlphaBeta(bound=False).evaluate(sched, top, size).time, alg)
+        if key not in self._unit:
+            self._unit[key] = (cost_model(self.backend).evaluate(sched, top, GB).time / GB,
+                               AlphaBeta(bound=False).evaluate(sched, top, GB).time / GB)
+        f, a = self._unit[key]
+        return f * size, a * size, alg
 
 
 def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[float],
@@ -107,9 +131,11 @@ def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[fl
     -------
     dict
         ``iteration_s`` (the model's), ``flow_iteration_s`` (with simulated collectives),
-        ``ratio`` (flow over model) and ``collectives``: per distinct collective its kind,
-        bytes, communicator, count, ``model_s``, ``flow_s``, ``analytical_s`` (the same
-        schedule under the alpha-beta model), the schedule and the sub-fabric.
+        ``ratio`` (flow over model), ``complete`` (False when an all-to-all larger than
+        :data:`MAX_ALLTOALL_RANKS` kept the model's time) and ``collectives``: per
+        distinct collective its kind, bytes, communicator, count, ``model_s``,
+        ``flow_s``, ``analytical_s`` (the same schedule under the alpha-beta model), the
+        schedule and the sub-fabric.
     """
     check_workload(net, w)
     b = np.asarray(bandwidth_GBps, float)
@@ -122,18 +148,31 @@ def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[fl
         k = (c.kind, float(c.size), tuple(c.comm))
         counts[k] = counts.get(k, 0.0) + c.count
     times, rows = {}, []
+    skipped = 0
+    sim = _Simulator(backend)
+    latency = bool(model.latency_s) and any(model.latency_s)
     for k, c in seen.items():
         spec = sub_fabric(net, c.comm, b, model.latency_s)
         if spec == "hier:":
             continue
-        flow, ana, alg = _flow_time(spec, c, backend)
+        ranks = int(np.prod([x for x in c.comm if x and x > 1]))
+        model_s = collective_time(c.kind, c.size, c.comm, b, net, model, chosen)
+        if c.kind == "alltoall" and ranks > MAX_ALLTOALL_RANKS:
+            skipped += 1
+            rows.append({"kind": c.kind, "size_bytes": c.size, "comm": list(c.comm),
+                         "count": counts.get(k, 0.0), "model_s": model_s, "flow_s": None,
+                         "analytical_s": None, "schedule": None, "fabric": spec,
+                         "skipped": f"a direct all-to-all of {ranks} ranks "
+                                    f"({ranks * (ranks - 1)} transfers) is not simulated"})
+            continue
+        flow, ana, alg = sim.time(spec, c, latency)
         times[k] = flow
         rows.append({"kind": c.kind, "size_bytes": c.size, "comm": list(c.comm),
                      "count": counts.get(k, 0.0),
-                     "model_s": collective_time(c.kind, c.size, c.comm, b, net, model, chosen),
-                     "flow_s": flow, "analytical_s": ana, "schedule": alg,
+                     "model_s": model_s, "flow_s": flow, "analytical_s": ana, "schedule": alg,
                      "fabric": spec})
     t_model = iteration_time(net, w, b, model, chosen)
     t_flow = iteration_time(net, w, b, model, chosen, times=times)
     return {"backend": backend, "iteration_s": t_model, "flow_iteration_s": t_flow,
-            "ratio": t_flow / t_model if t_model else None, "collectives": rows}
+            "ratio": t_flow / t_model if t_model else None, "complete": not skipped,
+            "collectives": rows}
