@@ -251,3 +251,21 @@ def test_flow_check_scales_one_simulation_per_schedule_without_latency():
     for row, s in zip(c["collectives"], sizes, strict=True):
         assert row["flow_s"] == pytest.approx(cost_model("flow").evaluate(sched, top, s).time,
                                               rel=1e-9)
+
+
+def test_flow_check_with_latency_reads_verified_lines_or_simulates():
+    from topocoll.sim.backends import cost_model
+    from topocoll.synth.hierarchical import hierarchical_allreduce
+    from topocoll.topology.spec import parse_spec
+
+    b = [120.0, 60.0, 25.0]
+    sizes = (1e3, 4e5, 2e6, 7e7, 3e8)
+    w = Workload(tuple(LibraCollective("allreduce", s, (4, 2, 8)) for s in sizes), 0.0)
+    c = check_allocation(NET, w, b, TimeModel(latency_s=LAT))
+    assert c["simulations"] == 3                   # two ends and the verifying middle
+    top = parse_spec(c["collectives"][0]["fabric"])
+    assert "2e-06s" in c["collectives"][0]["fabric"]
+    sched = hierarchical_allreduce(top)
+    for row, s in zip(c["collectives"], sizes, strict=True):
+        assert row["flow_s"] == pytest.approx(cost_model("flow").evaluate(sched, top, s).time,
+                                              rel=1e-9)

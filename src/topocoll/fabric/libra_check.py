@@ -45,7 +45,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .libra import GB, LibraCollective, LibraNetwork, Workload, check_workload
+from .libra import GB, LibraNetwork, Workload, check_workload
 from .libra_time import LIBRA_MODEL, TimeModel, collective_time, iteration_time
 
 __all__ = ["check_allocation", "sub_fabric", "MAX_ALLTOALL_RANKS"]
@@ -88,37 +88,58 @@ class _Simulator:
     """Flow-level times of collectives on sub-fabrics, each schedule synthesized once per
     (kind, sub-fabric). Without latency, max-min fair sharing is scale-free (every rate
     and every finish time scales with the bytes), so one simulation per schedule gives
-    every size; with latency each size is simulated."""
+    every size. With latency the time of a schedule is affine in the size when its
+    transfers finish in lockstep (the hierarchical schedule on these fabrics); that is
+    not assumed but verified: the smallest and largest sizes are simulated, the line
+    through them is tested at a third size, and only if it holds to ``1e-9`` are the
+    other sizes read from it; otherwise each size is simulated."""
 
-    def __init__(self, backend: str) -> None:
-        self.backend = backend
+    def __init__(self, backend: str, latency: bool) -> None:
+        self.backend, self.latency = backend, latency
         self._sched: dict = {}
-        self._unit: dict = {}
+        self._known: dict = {}
+        self.simulations = 0
 
-    def time(self, spec: str, coll: LibraCollective, latency: bool
-             ) -> tuple[float, float, str]:
-        from ..cost import AlphaBeta
+    def schedule(self, spec: str, kind: str):
         from ..selection import find_algorithm, synthesize
-        from ..sim.backends import cost_model
         from ..topology.spec import parse_spec
 
-        key = (coll.kind, spec)
+        key = (kind, spec)
         if key not in self._sched:
             top = parse_spec(spec)
-            alg = "direct" if coll.kind == "alltoall" else "hierarchical"
-            self._sched[key] = (top, synthesize(find_algorithm(alg, coll.kind), top,
+            alg = "direct" if kind == "alltoall" else "hierarchical"
+            self._sched[key] = (top, synthesize(find_algorithm(alg, kind), top,
                                                 {"ranks": tuple(range(top.num_ranks))}), alg)
-        top, sched, alg = self._sched[key]
-        # the schedules' sizes: all-gather's is the gathered buffer; LIBRA's the shard
-        size = coll.size * top.num_ranks if coll.kind == "allgather" else coll.size
-        if latency:
-            return (cost_model(self.backend).evaluate(sched, top, size).time,
-                    AlphaBeta(bound=False).evaluate(sched, top, size).time, alg)
-        if key not in self._unit:
-            self._unit[key] = (cost_model(self.backend).evaluate(sched, top, GB).time / GB,
-                               AlphaBeta(bound=False).evaluate(sched, top, GB).time / GB)
-        f, a = self._unit[key]
-        return f * size, a * size, alg
+        return self._sched[key]
+
+    def _run(self, spec: str, kind: str, size: float) -> tuple[float, float]:
+        from ..cost import AlphaBeta
+        from ..sim.backends import cost_model
+
+        top, sched, _ = self.schedule(spec, kind)
+        self.simulations += 1
+        return (cost_model(self.backend).evaluate(sched, top, size).time,
+                AlphaBeta(bound=False).evaluate(sched, top, size).time)
+
+    def times(self, spec: str, kind: str, sizes: Sequence[float]) -> dict:
+        """``{size: (flow s, alpha-beta s)}`` for the schedule's own sizes."""
+        sizes = sorted(set(sizes))
+        if not self.latency:
+            f, a = self._run(spec, kind, GB)
+            return {x: (f * x / GB, a * x / GB) for x in sizes}
+        if len(sizes) <= 3:
+            return {x: self._run(spec, kind, x) for x in sizes}
+        lo, hi, mid = sizes[0], sizes[-1], sizes[len(sizes) // 2]
+        got = {x: self._run(spec, kind, x) for x in (lo, mid, hi)}
+
+        def line(x: float) -> tuple[float, ...]:
+            w = (x - lo) / (hi - lo)
+            return tuple(p + w * (q - p) for p, q in zip(got[lo], got[hi], strict=True))
+
+        if all(abs(u - v) <= 1e-9 * max(v, 1e-12) for u, v in
+               zip(line(mid), got[mid], strict=True)):
+            return {x: got.get(x) or line(x) for x in sizes}
+        return {x: got.get(x) or self._run(spec, kind, x) for x in sizes}
 
 
 def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[float],
@@ -147,32 +168,37 @@ def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[fl
     for c in w.collectives:
         k = (c.kind, float(c.size), tuple(c.comm))
         counts[k] = counts.get(k, 0.0) + c.count
-    times, rows = {}, []
-    skipped = 0
-    sim = _Simulator(backend)
     latency = bool(model.latency_s) and any(model.latency_s)
+    sim = _Simulator(backend, latency)
+    plan: dict = {}                      # (kind, sub-fabric) -> [(key, collective)]
+    rows, times = [], {}
     for k, c in seen.items():
         spec = sub_fabric(net, c.comm, b, model.latency_s)
         if spec == "hier:":
             continue
         ranks = int(np.prod([x for x in c.comm if x and x > 1]))
-        model_s = collective_time(c.kind, c.size, c.comm, b, net, model, chosen)
+        row = {"kind": c.kind, "size_bytes": c.size, "comm": list(c.comm),
+               "count": counts.get(k, 0.0),
+               "model_s": collective_time(c.kind, c.size, c.comm, b, net, model, chosen),
+               "flow_s": None, "analytical_s": None, "schedule": None, "fabric": spec}
+        rows.append(row)
         if c.kind == "alltoall" and ranks > MAX_ALLTOALL_RANKS:
-            skipped += 1
-            rows.append({"kind": c.kind, "size_bytes": c.size, "comm": list(c.comm),
-                         "count": counts.get(k, 0.0), "model_s": model_s, "flow_s": None,
-                         "analytical_s": None, "schedule": None, "fabric": spec,
-                         "skipped": f"a direct all-to-all of {ranks} ranks "
-                                    f"({ranks * (ranks - 1)} transfers) is not simulated"})
+            row["skipped"] = (f"a direct all-to-all of {ranks} ranks "
+                              f"({ranks * (ranks - 1)} transfers) is not simulated")
             continue
-        flow, ana, alg = sim.time(spec, c, latency)
-        times[k] = flow
-        rows.append({"kind": c.kind, "size_bytes": c.size, "comm": list(c.comm),
-                     "count": counts.get(k, 0.0),
-                     "model_s": model_s, "flow_s": flow, "analytical_s": ana, "schedule": alg,
-                     "fabric": spec})
+        plan.setdefault((c.kind, spec), []).append((k, c, row))
+    for (kind, spec), items in plan.items():
+        # the schedules' sizes: all-gather's is the gathered buffer; LIBRA's the shard
+        n = sim.schedule(spec, kind)[0].num_ranks
+        size = {k: c.size * n if kind == "allgather" else c.size for k, c, _ in items}
+        got = sim.times(spec, kind, list(size.values()))
+        for k, _, row in items:
+            row["flow_s"], row["analytical_s"] = got[size[k]]
+            row["schedule"] = sim.schedule(spec, kind)[2]
+            times[k] = row["flow_s"]
     t_model = iteration_time(net, w, b, model, chosen)
     t_flow = iteration_time(net, w, b, model, chosen, times=times)
     return {"backend": backend, "iteration_s": t_model, "flow_iteration_s": t_flow,
-            "ratio": t_flow / t_model if t_model else None, "complete": not skipped,
-            "collectives": rows}
+            "ratio": t_flow / t_model if t_model else None,
+            "complete": not any("skipped" in r for r in rows),
+            "simulations": sim.simulations, "collectives": rows}
