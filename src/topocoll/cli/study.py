@@ -127,17 +127,31 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
 
 
 def _libra(output: Path, as_json: bool) -> None:
-    from ..studies.libra import run_libra_study, write_libra_study
+    from rich.progress import Progress
 
-    cases = run_libra_study()
+    from ..studies.libra import (
+        LIBRA_NETWORKS,
+        LIBRA_WORKLOADS,
+        run_libra_study,
+        write_libra_study,
+    )
+
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("LIBRA study", total=len(LIBRA_NETWORKS) * len(LIBRA_WORKLOADS))
+
+        def step(label: str) -> None:
+            bar.update(task, advance=1, description=label)
+
+        cases = run_libra_study(step=step)
     paths = write_libra_study(output, cases)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
         return
     for c in cases:
-        out.print(f"{c.network} {c.workload:26s} {c.objective:14s} "
+        flow = f", flow {c.flow_time_s:.4g} s" if c.flow_time_s is not None else ""
+        out.print(f"{c.network} {c.workload:34s} {c.model:5s} {c.objective:14s} "
                   f"B = {' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} GB/s  "
-                  f"{c.time_s:.4g} s (equal split {c.equal_time_s:.4g} s, speedup "
+                  f"{c.time_s:.4g} s{flow} (equal split {c.equal_time_s:.4g} s, speedup "
                   f"{c.speedup:.3f}), ${c.cost_usd / 1e6:.2f}M", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 

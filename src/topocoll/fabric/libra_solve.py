@@ -112,6 +112,9 @@ class _Program:
         for c in [*w.collectives, *(x for ly in w.layers for x in (*ly.fwd, *ly.ig, *ly.wg))]:
             colls.setdefault((c.kind, float(c.size), tuple(c.comm)), c)
         terms = {k: collective_terms(net, c, model, chosen) for k, c in colls.items()}
+        # the cheapest allocation without a time target needs no time terms (leaving them
+        # in adds variables that nothing bounds above, which the solver handles poorly)
+        timed = minimize == "time" or max_time is not None
         # scales: b = B / beta (beta a bandwidth the constraints suggest) and times in
         # units of tau (the largest term's time at beta), so the solver sees numbers
         # near 1 (unscaled, Clarabel stops short of its tolerances on LIBRA's cases)
@@ -124,7 +127,7 @@ class _Program:
             p.linear({b[i]: 1.0}, ">=", min_bw / beta)
         u = {}
         for k, ts in terms.items():
-            if not ts:
+            if not ts or not timed:
                 continue
             u[k] = p.var()
             if model.phases == "pipelined":
@@ -146,33 +149,45 @@ class _Program:
                     row[u[k]] = row.get(u[k], 0.0) + c.count
             return row
 
+        # T is the time beyond the compute (the exposed communication), so that a
+        # compute-dominated iteration does not drown the terms the solver trades
         self.T = T = p.var()
         if model.loop == "no_overlap":
-            p.linear({T: 1.0, **{v: -x for v, x in total(w.collectives).items()}}, "==",
-                     w.compute_s / tau)
+            self.offset = w.compute_s
+            p.linear({T: 1.0, **{v: -x for v, x in total(w.collectives).items()}}, "==", 0.0)
         else:
             if not w.layers:
                 raise InputError("the overlap loop needs a per-layer workload (a LIBRA text "
                                  "workload or a model)", item="--loop")
+            # e (backward compute end) and g (last weight-gradient collective's end) are
+            # kept relative to the compute done by then, K: e' = e - K, g' = g - K
             F = p.var()
             row = total(x for ly in w.layers for x in ly.fwd)
-            p.linear({F: 1.0, **{v: -x for v, x in row.items()}}, "==",
-                     sum(ly.fwd_s for ly in w.layers) / tau)
+            p.linear({F: 1.0, **{v: -x for v, x in row.items()}}, "==", 0.0)
             e = g = F
             for ly in reversed(w.layers):
+                step = ly.ig_s + ly.wg_s                 # K grows by this
                 e2 = p.var()
                 p.linear({e2: 1.0, e: -1.0, **{v: -x for v, x in total(ly.ig).items()}}, "==",
-                         (ly.ig_s + ly.wg_s) / tau)
-                e = e2
+                         0.0)
                 wg = total(ly.wg)
                 if wg:
                     g2 = p.var()
                     neg = {v: -x for v, x in wg.items()}
-                    p.linear({g2: 1.0, e: -1.0, **neg}, ">=", 0.0)
-                    p.linear({g2: 1.0, g: -1.0, **neg}, ">=", 0.0)
+                    p.linear({g2: 1.0, e2: -1.0, **neg}, ">=", 0.0)
+                    p.linear({g2: 1.0, g: -1.0, **neg}, ">=", -step / tau)
                     g = g2
-            p.linear({T: 1.0, e: -1.0}, ">=", w.tail_s / tau)
-            p.linear({T: 1.0, g: -1.0}, ">=", w.tail_s / tau)
+                elif g != e:
+                    g2 = p.var()                         # g' falls behind by the compute
+                    p.linear({g2: 1.0, g: -1.0}, ">=", -step / tau)
+                    p.linear({g2: 1.0, e2: -1.0}, ">=", 0.0)
+                    g = g2
+                else:
+                    g = e2
+                e = e2
+            self.offset = w.compute_s
+            p.linear({T: 1.0, e: -1.0}, ">=", 0.0)
+            p.linear({T: 1.0, g: -1.0}, ">=", 0.0)
         for text in constraints:        # each row scaled to a largest coefficient of 1
             a, c, op, rhs = parse_constraint(text, D)
             row = (a * beta + c * kap)
@@ -182,7 +197,7 @@ class _Program:
             norm = float(kap.max())
             p.linear({b[i]: kap[i] / norm for i in range(D)}, "<=", max_cost / norm)
         if max_time is not None:
-            p.linear({T: 1.0}, "<=", max_time / tau)
+            p.linear({T: 1.0}, "<=", (max_time - self.offset) / tau)
         if minimize == "time":
             self.objective = {T: 1.0}
         else:                           # cost, normalized by its value at b = 1
@@ -206,19 +221,20 @@ class _Program:
 
 def _bandwidth_scale(net: LibraNetwork, constraints: Sequence[str],
                      max_cost: float | None) -> float:
-    """A typical per-NPU bandwidth (GB/s) the constraints allow: the smallest of
-    ``rhs / sum |a|`` over bandwidth-only constraints and ``max_cost / sum kappa`` (1 when
-    neither exists)."""
+    """The largest per-NPU bandwidth (GB/s) a single dimension could get under the
+    tightest constraint: ``rhs / min |a_i|`` over constraints with a positive right-hand
+    side, ``max_cost / min kappa`` for a cost limit (1 when neither exists). Scaled by
+    it, the bandwidths the solver sees lie in [0, 1]."""
     D = len(net.dims)
     kap = net.npus * net.kappa()
     out = []
     for text in constraints:
         a, c, _, rhs = parse_constraint(text, D)
         row = np.abs(a + c * kap)
-        if rhs > 0 and row.sum() > 0:
-            out.append(rhs / row.sum() * (D if not c else 1))
+        if rhs > 0 and row.max() > 0:
+            out.append(rhs / row[row > 0].min())
     if max_cost is not None and max_cost > 0:
-        out.append(max_cost / kap.sum())
+        out.append(max_cost / kap.min())
     return float(min(out)) if out else 1.0
 
 

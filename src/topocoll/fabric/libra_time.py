@@ -154,8 +154,8 @@ def dim_profile(block: str, n: int, c: int, phase: str, algorithm: str,
         raise InputError(f"{c} NPUs of a {block}({n}) dimension: the communicator must divide "
                          f"the dimension", item="communicator")
     if algorithm == "libra":
-        natural = "direct" if phase == "alltoall" else _NATURAL[block]
-        a = dim_profile(block, n, c, phase, natural, latency_s)[0] if latency_s else 0.0
+        a = dim_profile(block, n, c, phase, _natural(block, phase), latency_s)[0] \
+            if latency_s else 0.0
         return a, (c - 1) / c
     from ..cost import AlphaBeta
     from ..errors import NotSupportedError
@@ -179,6 +179,11 @@ def dim_profile(block: str, n: int, c: int, phase: str, algorithm: str,
     return max(t1 - r, 0.0), r
 
 
+def _natural(block: str, phase: str) -> str:
+    """The building block's own algorithm for ``phase``."""
+    return "direct" if phase == "alltoall" else _NATURAL[block]
+
+
 def _best(block: str, n: int, c: int, phase: str, lat: float, M: float, B: float) -> str:
     best, bt = None, float("inf")
     for alg in CANDIDATES[phase]:
@@ -189,7 +194,7 @@ def _best(block: str, n: int, c: int, phase: str, lat: float, M: float, B: float
         t = a + r * M / B
         if t < bt - 1e-15:
             best, bt = alg, t
-    return best or _NATURAL[block]
+    return best or _natural(block, phase)
 
 
 def collective_terms(net: LibraNetwork, coll: LibraCollective, model: TimeModel,
@@ -214,7 +219,7 @@ def collective_terms(net: LibraNetwork, coll: LibraCollective, model: TimeModel,
         for ph in phases:
             name = _phase_algorithm(alg, ph)
             if name == "choose":
-                name = (chosen or {}).get((_key(coll), i, ph)) or _NATURAL[d.block]
+                name = (chosen or {}).get((_key(coll), i, ph)) or _natural(d.block, ph)
             ai, ri = dim_profile(d.block, d.size, c, ph, name, model.latency(i))
             a += ai
             f += (t / len(phases)) / GB * ri / ideal

@@ -1,41 +1,76 @@
-"""LIBRA's case studies with our solver: 3-D and 4-D networks of 4096 NPUs, transformer
-workloads, the optimum against an equal split (``docs/studies/libra.md``)."""
+"""LIBRA's case studies with our solver: 3-D and 4-D networks of 4096 NPUs; GPT-3,
+MSFT-1T, Turing-NLG, ResNet-50 and DLRM; the optimum against an equal split, each optimum
+checked by a flow-level simulation of its fabric, and the richer model's optimum beside
+LIBRA's (``docs/studies/libra.md``)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..fabric import parse_network, solve, workload_from_model
-from ..workload import find_device, parse_model, parse_parallel
+from ..errors import InputError
+from ..fabric import (
+    TimeModel,
+    check_allocation,
+    iteration_time,
+    parse_network,
+    solve,
+    workload_from_layered,
+    workload_from_model,
+)
+from ..workload import LAYERED, find_device, parse_model, parse_parallel
 
-__all__ = ["LIBRA_NETWORKS", "LIBRA_WORKLOADS", "LibraCase", "run_libra_study",
-           "write_libra_study"]
+__all__ = ["LIBRA_NETWORKS", "LIBRA_WORKLOADS", "RICH_LATENCY_S", "LibraCase",
+           "rich_model", "run_libra_study", "write_libra_study", "render_tables"]
 
 #: LIBRA's shipped networks (algorithms.md section 5.2).
 LIBRA_NETWORKS = {"3d": "hier:ring(16)x fc(8)x switch(32)",
                   "4d": "hier:ring(4)x fc(8)x ring(4)x switch(32)"}
-#: Workloads as LIBRA's communicator files parallelize them (section 5.6); Turing-NLG's
-#: shape from its announcement (17.2 B: hidden 4256, 28 heads, 78 layers).
-LIBRA_WORKLOADS = {
+#: Workloads as LIBRA's communicator files parallelize them (section 5.6): a transformer
+#: with ``tp=..,dp=..``, or a layered model data-parallel on every NPU with its batch per
+#: NPU. Turing-NLG's shape from its announcement (17.2 B: hidden 4256, 28 heads, 78 layers).
+LIBRA_WORKLOADS: dict[str, tuple[str, str | int]] = {
     "GPT-3 (TP-16, DP-256)": ("gpt3-175b", "tp=16,dp=256"),
     "MSFT-1T (TP-128, DP-32)": ("megatron-1t", "tp=128,dp=32"),
     "Turing-NLG (DP-4096)": ("transformer:hidden=4256,ffn=17024,heads=28,layers=78,seq=1024,"
                              "vocab=50257", "tp=1,dp=4096"),
+    "ResNet-50 (DP-4096, 32/NPU)": ("resnet50", 32),
+    "DLRM (DP-4096, tables model-parallel, 128/NPU)": ("dlrm", 128),
 }
+#: Link latency of the richer model, every dimension: ASTRA-sim's analytical examples
+#: use hundreds of ns per link (formats.md section 2.3 shows 200 and 1500 ns).
+RICH_LATENCY_S = 500e-9
+
+
+def rich_model(dims: int) -> TimeModel:
+    """The richer model of the study: ``choose`` per dimension, 500 ns links, one
+    dimension after another (as the hierarchical schedule runs), weight-gradient
+    collectives overlapped with the backward pass."""
+    return TimeModel(algorithms=("choose",) * dims, latency_s=(RICH_LATENCY_S,) * dims,
+                     phases="sequential", loop="overlap")
 
 
 @dataclass(frozen=True)
 class LibraCase:
+    """One optimum: ``model`` is ``libra`` or ``rich``; ``flow_time_s`` the flow-level
+    simulation of its fabric (same loop and latency as its model; None when an
+    all-to-all was too large to simulate); for ``rich`` rows, ``libra_alloc_*`` are
+    LIBRA's ``perf`` optimum judged by the richer model and by simulation."""
+
     network: str
     workload: str
     objective: str
+    model: str
     bandwidth_GBps: tuple[float, ...]
     time_s: float
     cost_usd: float
     equal_time_s: float
     equal_cost_usd: float
+    flow_time_s: float | None = None
+    libra_alloc_time_s: float | None = None
+    libra_alloc_flow_time_s: float | None = None
 
     @property
     def speedup(self) -> float:
@@ -47,35 +82,104 @@ class LibraCase:
         return (self.equal_time_s * self.equal_cost_usd) / (self.time_s * self.cost_usd)
 
 
-def run_libra_study(total_GBps: float = 500.0) -> list[LibraCase]:
-    """Every network x workload, ``perf`` and ``perf-per-cost`` under
-    ``B0 + ... == total_GBps`` (LIBRA's ``total_bw_500gbps`` constraint)."""
+def _workload(net, name: str):
+    model, par = LIBRA_WORKLOADS[name]
     dev = find_device("a100-80g")
+    if model in LAYERED:
+        return workload_from_layered(net, LAYERED[model], dev, batch_per_npu=int(par))
+    return workload_from_model(net, parse_model(model), parse_parallel(str(par)), dev)
+
+
+def _flow(c: dict) -> float | None:
+    return c["flow_iteration_s"] if c["complete"] else None
+
+
+def run_libra_study(total_GBps: float = 500.0, *, check: bool = True,
+                    networks: Sequence[str] | None = None,
+                    workloads: Sequence[str] | None = None,
+                    step: Callable[[str], None] | None = None) -> list[LibraCase]:
+    """Every network x workload (or those named): LIBRA's ``perf`` and ``perf-per-cost``
+    under ``B0 + ... == total_GBps`` (LIBRA's ``total_bw_500gbps`` constraint), and the
+    richer model's ``perf``; with ``check``, each ``perf`` optimum simulated at flow
+    level."""
     out = []
-    for nname, spec in LIBRA_NETWORKS.items():
-        net = parse_network(spec)
-        cons = [" + ".join(f"B{i}" for i in range(len(net.dims))) + f" == {total_GBps:g}"]
-        for wname, (model, par) in LIBRA_WORKLOADS.items():
+    for nname in networks or LIBRA_NETWORKS:
+        net = parse_network(LIBRA_NETWORKS[nname])
+        D = len(net.dims)
+        cons = [" + ".join(f"B{i}" for i in range(D)) + f" == {total_GBps:g}"]
+        rich = rich_model(D)
+        for wname in workloads or LIBRA_WORKLOADS:
+            if step:
+                step(f"{nname} {wname}")
             try:
-                w = workload_from_model(net, parse_model(model), parse_parallel(par), dev)
-            except Exception as e:          # a TP size that does not fit the network
-                if "tp=" in str(e):
+                w = _workload(net, wname)
+            except InputError as e:          # a TP size that does not fit the network
+                if e.item == "tp":
                     continue
                 raise
+            lib = None
             for obj in ("perf", "perf-per-cost"):
                 r = solve(net, w, objective=obj, constraints=cons)
-                out.append(LibraCase(nname, wname, obj, r.bandwidth_GBps, r.time_s,
+                flow = _flow(check_allocation(net, w, r.bandwidth_GBps)) \
+                    if check and obj == "perf" else None
+                lib = lib or r
+                out.append(LibraCase(nname, wname, obj, "libra", r.bandwidth_GBps, r.time_s,
                                      r.cost_usd, r.equal_split_time_s,
-                                     r.equal_split_cost_usd))
+                                     r.equal_split_cost_usd, flow))
+            r = solve(net, w, constraints=cons, model=rich)
+            chosen = dict(r.algorithms)
+            flow = old_flow = None
+            if check:
+                flow = _flow(check_allocation(net, w, r.bandwidth_GBps, rich, chosen))
+                old_flow = _flow(check_allocation(net, w, lib.bandwidth_GBps, rich, chosen))
+            out.append(LibraCase(nname, wname, "perf", "rich", r.bandwidth_GBps, r.time_s,
+                                 r.cost_usd, r.equal_split_time_s, r.equal_split_cost_usd,
+                                 flow, iteration_time(net, w, lib.bandwidth_GBps, rich,
+                                                      chosen), old_flow))
     return out
 
 
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{1e3 * x:.1f}" if x >= 0.1 else f"{1e3 * x:.3f}"
+
+
+def render_tables(cases: list[LibraCase]) -> str:
+    """The two tables of ``docs/studies/libra.md`` (Markdown)."""
+    head = ("| net | workload | objective | B (GB/s per NPU, dim 0 first) | time (ms) | "
+            "equal split (ms) | speedup | cost ($M) | equal-split cost ($M) | "
+            "perf/cost gain | flow-level (ms) |\n|" + "---|" * 11)
+    rows = [head]
+    for c in cases:
+        if c.model != "libra":
+            continue
+        rows.append(f"| {c.network} | {c.workload} | {c.objective} | "
+                    f"{' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} | {_ms(c.time_s)} | "
+                    f"{_ms(c.equal_time_s)} | {c.speedup:.3f} | {c.cost_usd / 1e6:.2f} | "
+                    f"{c.equal_cost_usd / 1e6:.2f} | {c.perf_per_cost_gain:.3f} | "
+                    f"{_ms(c.flow_time_s)} |")
+    rich = ["| net | workload | B richer optimum | richer: model (ms) | richer: flow (ms) | "
+            "LIBRA's optimum: model (ms) | LIBRA's optimum: flow (ms) | gain (flow) | "
+            "speedup over equal split |\n|" + "---|" * 9]
+    for c in cases:
+        if c.model != "rich":
+            continue
+        gain = (f"{c.libra_alloc_flow_time_s / c.flow_time_s:.3f}"
+                if c.flow_time_s and c.libra_alloc_flow_time_s else "-")
+        rich.append(f"| {c.network} | {c.workload} | "
+                    f"{' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} | {_ms(c.time_s)} | "
+                    f"{_ms(c.flow_time_s)} | {_ms(c.libra_alloc_time_s)} | "
+                    f"{_ms(c.libra_alloc_flow_time_s)} | {gain} | {c.speedup:.3f} |")
+    return "\n".join(rows) + "\n\n" + "\n".join(rich) + "\n"
+
+
 def write_libra_study(directory: str | Path, cases: list[LibraCase]) -> list[Path]:
-    """``libra-results.json`` in ``directory``."""
+    """``libra-results.json`` and ``libra-results.md`` (the tables) in ``directory``."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     p = d / "libra-results.json"
-    p.write_text(json.dumps([{**c.__dict__, "speedup": c.speedup,
+    p.write_text(json.dumps([{**asdict(c), "speedup": c.speedup,
                               "perf_per_cost_gain": c.perf_per_cost_gain} for c in cases],
                             indent=1, sort_keys=True) + "\n")
-    return [p]
+    m = d / "libra-results.md"
+    m.write_text(render_tables(cases))
+    return [p, m]

@@ -1,0 +1,32 @@
+"""The LIBRA study on one network and two workloads: both models, the flow-level check,
+and the tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from topocoll.studies.libra import run_libra_study, write_libra_study
+
+
+def test_libra_study_one_network(tmp_path):
+    cases = run_libra_study(networks=["4d"], workloads=["GPT-3 (TP-16, DP-256)",
+                                                        "MSFT-1T (TP-128, DP-32)"])
+    assert [(c.workload[:5], c.objective, c.model) for c in cases] == [
+        ("GPT-3", "perf", "libra"), ("GPT-3", "perf-per-cost", "libra"),
+        ("GPT-3", "perf", "rich"), ("MSFT-", "perf", "libra"),
+        ("MSFT-", "perf-per-cost", "libra"), ("MSFT-", "perf", "rich")]
+    gpt_libra, _, gpt_rich, res_libra, _, res_rich = cases
+    # LIBRA's model (slowest dimension, all FC links usable) is optimistic on its fabric
+    assert gpt_libra.flow_time_s > 2 * gpt_libra.time_s
+    assert res_libra.flow_time_s >= res_libra.time_s
+    # the richer model is the hierarchical schedule's: simulation agrees
+    for c in (gpt_rich, res_rich):
+        assert c.flow_time_s == pytest.approx(c.time_s, rel=1e-3)
+        assert c.libra_alloc_flow_time_s >= c.flow_time_s * (1 - 1e-6)
+    assert gpt_rich.libra_alloc_flow_time_s / gpt_rich.flow_time_s > 1.3
+    paths = write_libra_study(tmp_path, cases)
+    assert len(json.loads(paths[0].read_text())) == 6
+    table = paths[1].read_text()
+    assert table.count("| 4d |") == 6 and "gain (flow)" in table
