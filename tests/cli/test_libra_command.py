@@ -71,3 +71,24 @@ def test_libra_layered_model_and_bad_options():
         r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", *args])
         assert r.exit_code == 2, (args, r.output)
         assert item in r.output and "Traceback" not in r.output
+
+
+def test_libra_cost_model_file(tmp_path):
+    base = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--json"])
+    (tmp_path / "cm.yml").write_text(
+        "InterChiplet: {Link: 4.0}\nInterPackage: {Link: 8.0, Switch: 26.0}\n"
+        "InterNode: {Link: 8.0, Switch: 26.0}\nInterPod: {Link: 15.6, Switch: 36.0, Nic: 63.2}\n")
+    r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--cost-model",
+                            str(tmp_path / "cm.yml"), "--json"])
+    assert r.exit_code == 0, r.output
+    a, b = json.loads(base.stdout), json.loads(r.stdout)
+    assert b["bandwidth_GBps"] == pytest.approx(a["bandwidth_GBps"], rel=1e-6)  # perf: price-blind
+    assert b["cost_usd"] == pytest.approx(2 * a["cost_usd"], rel=1e-6)        # prices doubled
+    (tmp_path / "bad.yml").write_text("InterChiplet: {Link: 4.0}\n")
+    r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--cost-model",
+                            str(tmp_path / "bad.yml")])
+    assert r.exit_code == 2 and "InterPackage" in r.output
+    (tmp_path / "neg.yml").write_text("InterChiplet: {Link: -1}\n")
+    r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--cost-model",
+                            str(tmp_path / "neg.yml")])
+    assert r.exit_code == 2 and "Link" in r.output

@@ -101,8 +101,12 @@ def test_min_cost_meets_the_target_at_least_cost():
 def test_infeasible_and_unbounded_problems_are_named():
     w = _mixed()
     with pytest.raises(InfeasibleError) as e:
-        solve(NET3, w, constraints=["B0 >= 400", "B0 + B1 + B2 == 300"])
-    assert "B0 >= 400" in str(e.value)
+        solve(NET3, w, constraints=["B0 >= 400", "B1 <= 70", "B0 + B1 + B2 == 300"])
+    assert str(e.value).endswith(": B0 >= 400; B0 + B1 + B2 == 300")   # B1 <= 70 innocent
+    with pytest.raises(InfeasibleError) as e:                  # the target is to blame
+        solve(NET3, w, objective="min-cost", constraints=["B0 + B1 + B2 <= 300"],
+              time_target=1e-6)
+    assert str(e.value).endswith(": time <= 1e-06 s; B0 + B1 + B2 <= 300")
     with pytest.raises(InputError):
         solve(NET3, w)   # nothing limits the bandwidth: unbounded
     with pytest.raises(InputError):

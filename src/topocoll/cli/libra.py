@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +24,9 @@ def libra(
     cost_classes: Annotated[str | None, typer.Option(
         help="Cost class per dimension, comma-separated (InterChiplet, InterPackage, "
              "InterNode, InterPod); default: the last D of these.")] = None,
+    cost_model: Annotated[Path | None, typer.Option(
+        help="LIBRA cost-model YAML: $ per GB/s (Link, Switch, Nic) per cost class "
+             "(default: LIBRA's shipped prices).")] = None,
     workload: Annotated[str | None, typer.Option(
         help="LIBRA text workload (with --communicator).")] = None,
     communicator: Annotated[str | None, typer.Option(
@@ -85,6 +89,7 @@ def libra(
         parse_constraint,
         parse_network,
         read_communicator,
+        read_cost_model,
         read_libra_workload,
         solve,
         workload_from_layered,
@@ -112,6 +117,8 @@ def libra(
     choice_opt(loop, LOOPS, "--loop")
     classes = [c.strip() for c in cost_classes.split(",")] if cost_classes else None
     net = parse_network(network, classes)
+    if cost_model is not None:
+        net = dataclasses.replace(net, prices=read_cost_model(cost_model, net))
     D = len(net.dims)
     tm = _time_model(algorithm, latency, phases, loop, D)
     mine = _allocation(compare, D) if compare is not None else None

@@ -42,6 +42,7 @@ _WHERE = {
     "communicators": "libra_io",
     "read_communicator": "libra_io",
     "read_libra_workload": "libra_io",
+    "read_cost_model": "libra_io",
     "workload_from_layered": "libra_io",
     "workload_from_model": "libra_io",
     "ROUTINGS": "linkload",
@@ -72,7 +73,8 @@ _WHERE = {
 }
 
 __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim",
-           "LibraLayer", "check_workload", "check_allocation", "ALGORITHMS", "LIBRA_MODEL",
+           "LibraLayer", "check_workload", "read_cost_model", "check_allocation",
+           "ALGORITHMS", "LIBRA_MODEL",
            "LOOPS", "PHASES", "TimeModel", "dim_profile", "workload_from_layered",
            "LibraNetwork", "LibraResult", "Workload", "collective_time", "cost",
            "dimension_traffic", "equal_split", "iteration_time", "parse_constraint",

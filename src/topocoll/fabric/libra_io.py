@@ -34,9 +34,8 @@ from ..workload import (
 )
 from .libra import LibraCollective, LibraLayer, LibraNetwork, Workload
 
-__all__ = ["read_libra_workload", "read_communicator", "communicators", "workload_from_model",
-           "workload_from_layered",
-           "LIBRA_TYPES"]
+__all__ = ["read_libra_workload", "read_communicator", "read_cost_model", "communicators",
+           "workload_from_model", "workload_from_layered", "LIBRA_TYPES"]
 
 #: LIBRA collective names and ours.
 LIBRA_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather",
@@ -61,6 +60,45 @@ def read_communicator(path: str | Path, dims: int) -> dict[str, tuple[int, ...]]
             raise InputError(f"{p}: {ph} must list {dims} NPU counts (-1: unused), got {v!r}",
                              item=f"field '{ph}'")
         out[ph] = tuple(v)
+    return out
+
+
+def read_cost_model(path: str | Path, net: LibraNetwork | None = None
+                    ) -> dict[str, dict[str, float]]:
+    """Unit prices ($ per GB/s) per cost class from a LIBRA cost-model YAML: a mapping of
+    cost classes to ``Link``, ``Switch`` and ``Nic`` (missing ones cost 0). With ``net``,
+    every cost class the network uses must be priced.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the class or field that is wrong.
+    """
+    from ..topology.io import read_mapping
+
+    p = Path(path)
+    doc = read_mapping(p)
+    if not isinstance(doc, dict) or not doc:
+        raise InputError(f"{p}: a cost model is a mapping of cost classes", item=str(p))
+    out = {}
+    for cls, prices in doc.items():
+        if not isinstance(prices, dict):
+            raise InputError(f"{p}: {cls} must map Link, Switch and Nic to prices",
+                             item=f"cost class '{cls}'")
+        row = {"Link": 0.0, "Switch": 0.0, "Nic": 0.0}
+        for k, v in prices.items():
+            if k not in row:
+                raise InputError(f"{p}: {cls}: unknown field {k!r} (Link, Switch, Nic)",
+                                 item=f"field '{k}'")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise InputError(f"{p}: {cls}.{k} must be a non-negative price, got {v!r}",
+                                 item=f"field '{k}'")
+            row[k] = float(v)
+        out[str(cls)] = row
+    for d in net.dims if net is not None else ():
+        if d.cost_class not in out:
+            raise InputError(f"{p}: no prices for cost class {d.cost_class!r}, which the "
+                             f"network uses", item=f"cost class '{d.cost_class}'")
     return out
 
 

@@ -58,7 +58,7 @@ from .libra_time import (
     iteration_time,
 )
 
-__all__ = ["LibraResult", "solve", "pareto"]
+__all__ = ["LibraResult", "solve", "pareto", "conflicting"]
 
 #: Relative margin above the cheapest feasible cost where cost-constrained searches start.
 _EDGE = 1e-4
@@ -198,6 +198,7 @@ class _Program:
             p.linear({b[i]: kap[i] / norm for i in range(D)}, "<=", max_cost / norm)
         if max_time is not None:
             p.linear({T: 1.0}, "<=", (max_time - self.offset) / tau)
+        self._limits = (net, list(constraints), max_cost, max_time, min_bw)
         if minimize == "time":
             self.objective = {T: 1.0}
         else:                           # cost, normalized by its value at b = 1
@@ -208,8 +209,8 @@ class _Program:
             sol = self.p.minimize(self.objective)
         except InfeasibleError as e:
             if "no allocation" in str(e):
-                raise InfeasibleError("no allocation satisfies the constraints: "
-                                      + "; ".join(constraints or ["(bounds only)"])) from None
+                raise InfeasibleError("no allocation satisfies these constraints together: "
+                                      + "; ".join(conflicting(*self._limits))) from None
             raise
         B = np.maximum(sol.x[self.b] * self.beta, 0.0)
         if float(np.max(B)) > 1e7:                   # 10 PB/s per NPU: runaway
@@ -236,6 +237,58 @@ def _bandwidth_scale(net: LibraNetwork, constraints: Sequence[str],
     if max_cost is not None and max_cost > 0:
         out.append(max_cost / kap.min())
     return float(min(out)) if out else 1.0
+
+
+def conflicting(net: LibraNetwork, constraints: Sequence[str], max_cost: float | None,
+                max_time: float | None, min_bw: float) -> list[str]:
+    """A smallest set of the linear limits (constraints and the cost limit; the bounds
+    ``B_i >= min_bw`` always hold) that no allocation satisfies together, found by the
+    deletion filter (drop each limit in turn; keep it out if the rest stay infeasible),
+    one LP per limit. When the linear limits are satisfiable the time target is to blame
+    with them.
+
+    Examples
+    --------
+    >>> from topocoll.fabric.libra import parse_network
+    >>> conflicting(parse_network("hier:ring(4)x fc(4)x switch(4)"),
+    ...             ["B0 >= 400", "B2 <= 50", "B0 + B1 + B2 == 300"], None, None, 1e-3)
+    ['B0 >= 400', 'B0 + B1 + B2 == 300']
+    """
+    from scipy.optimize import linprog
+
+    D = len(net.dims)
+    kap = net.npus * net.kappa()
+    rows = []                                  # (label, row, op, rhs)
+    for text in constraints:
+        a, c, op, rhs = parse_constraint(text, D)
+        rows.append((text, a + c * kap, op, rhs))
+    if max_cost is not None:
+        rows.append((f"cost <= {max_cost:g}", kap, "<=", max_cost))
+
+    def feasible(keep) -> bool:
+        A_ub, b_ub, A_eq, b_eq = [], [], [], []
+        for _, row, op, rhs in keep:
+            if op == "==":
+                A_eq.append(row)
+                b_eq.append(rhs)
+            else:
+                sign = 1.0 if op == "<=" else -1.0
+                A_ub.append(sign * row)
+                b_ub.append(sign * rhs)
+        r = linprog(np.zeros(D), A_ub=np.array(A_ub) if A_ub else None, b_ub=b_ub or None,
+                    A_eq=np.array(A_eq) if A_eq else None, b_eq=b_eq or None,
+                    bounds=[(min_bw, None)] * D, method="highs")
+        return r.status == 0
+
+    if feasible(rows):
+        time = [f"time <= {max_time:g} s"] if max_time is not None else []
+        return [*time, *(r[0] for r in rows)]
+    keep = list(rows)
+    for r in rows:
+        trial = [x for x in keep if x is not r]
+        if not feasible(trial):
+            keep = trial
+    return [r[0] for r in keep]
 
 
 def _check_bounded(net: LibraNetwork, w: Workload, cons: Sequence[str],
