@@ -11,6 +11,7 @@ from . import (
     demo,
     dlcp,
     export,
+    importer,
     libra,
     listing,
     schedules,
@@ -25,7 +26,8 @@ from . import (
 from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
-           "study", "testbed", "topology", "train", "libra", "sweep", "topoopt", "dlcp"]
+           "study", "testbed", "topology", "train", "libra", "sweep", "topoopt", "dlcp",
+           "importer"]
 
 
 def main() -> None:

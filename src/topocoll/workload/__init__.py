@@ -14,6 +14,12 @@ _WHERE = {
     "IterationResult": "iteration",
     "Task": "iteration",
     "block_compute_time": "compute",
+    "TaskNode": "taskgraph",
+    "TaskGraph": "taskgraph",
+    "ReplayResult": "taskgraph",
+    "replay": "taskgraph",
+    "read_chakra": "chakra_et",
+    "write_chakra": "chakra_et",
     "pipeline_1f1b": "iteration",
     "simulate_iteration": "iteration",
     "LAYERED": "layered",
@@ -58,7 +64,8 @@ _WHERE = {
     "layer_compute": "compute",
 }
 
-__all__ = ["block_compute_time", "layer_compute", "DEVICE_NAMES", "DEVICES", "Device",
+__all__ = ["block_compute_time", "layer_compute", "TaskNode", "TaskGraph", "ReplayResult",
+           "replay", "read_chakra", "write_chakra", "DEVICE_NAMES", "DEVICES", "Device",
            "find_device",
            "CollectiveCoster", "IterationResult", "Task", "pipeline_1f1b", "simulate_iteration",
            "MemoryReport", "StageMemory", "activation_bytes_per_layer", "check_fits",
