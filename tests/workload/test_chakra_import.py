@@ -169,7 +169,7 @@ def test_real_torch_trace_through_chakras_converter(tmp_path):
     from topocoll.cli import app
 
     out = CliRunner().invoke(app, ["import", "chakra", str(tmp_path / "et"), "--kineto",
-                                   str(tmp_path / "kineto"), "-t", "ring:2", "-a", "ring",
+                                   str(tmp_path / "kineto"), "-t", "ring:2,bw=1GB/s", "-a", "ring",
                                    "--json",
                                    "--trace", str(tmp_path / "tl.json")])
     assert out.exit_code == 0, out.output

@@ -28,8 +28,9 @@ Durations of a CPU trace. Chakra's converter alone leaves ``duration_micros`` at
 host trace; its linker (``chakra_trace_link``) needs ``et_replay``, which is not on PyPI.
 ``kineto=`` does the linking's part we need: the PyTorch profiler's trace (one
 ``*.<rank>.json`` per rank) gives every CPU op's duration by its record-function id
-(``rf_id`` in the trace), and an op nested in another op that has a duration (its
-``ctrl_deps`` parent chain) counts as 0, so that nothing is charged twice.
+(``rf_id`` in the trace). Only outermost ops are charged: an op whose interval lies
+inside another op's (any thread of the process; the converted trace does not keep every
+parent) counts as 0, so that nothing is charged twice.
 
 Examples
 --------
@@ -143,8 +144,9 @@ def _torch_bytes(node) -> float:
 
 
 def kineto_durations(path: str | Path, ranks: int) -> list[dict[int, float]]:
-    """Per rank, seconds of every CPU op by record-function id, from the PyTorch
-    profiler traces ``*.<rank>.json`` in the directory ``path``.
+    """Per rank, seconds of every outermost CPU op by record-function id (ops inside
+    another op's interval are left out), from the PyTorch profiler traces
+    ``*.<rank>.json`` in the directory ``path``.
 
     Raises
     ------
@@ -169,11 +171,19 @@ def kineto_durations(path: str | Path, ranks: int) -> list[dict[int, float]]:
         if found is None:
             raise InputError(f"{d}: no profiler trace *.{r}.json with traceEvents for rank "
                              f"{r}", item=f"rank {r}")
-        dur = {}
+        ops = []
         for e in found["traceEvents"]:
             args = e.get("args") or {}
             if e.get("ph") == "X" and "Record function id" in args:
-                dur[int(args["Record function id"])] = float(e.get("dur", 0.0)) * 1e-6
+                ops.append((float(e.get("ts", 0.0)), -float(e.get("dur", 0.0)),
+                            int(args["Record function id"])))
+        # an op inside another op's interval (any thread of the process) is part of it
+        dur, end = {}, float("-inf")
+        for ts, neg, rf in sorted(ops):
+            if ts - neg <= end:
+                continue
+            dur[rf] = -neg * 1e-6
+            end = max(end, ts - neg)
         out.append(dur)
     return out
 
@@ -218,34 +228,9 @@ def read_chakra(path: str | Path, *, groups: Mapping[str, Sequence[int]] | None 
     return TaskGraph(len(files), tuple(nodes), Path(path).name)
 
 
-def _linked(raw, durations: dict[int, float]) -> dict[int, float]:
-    """Node id -> seconds from the profiler, 0 for an op nested in a timed op."""
-    own = {}
-    parent = {}
-    for n in raw:
-        rf = _attrs(n).get("rf_id")
-        own[n.id] = durations.get(int(rf), 0.0) if rf is not None else 0.0
-        parent[n.id] = list(n.ctrl_deps)
-    out = {}
-    for i in own:
-        seen, stack, nested = {i}, list(parent[i]), False
-        while stack:
-            q = stack.pop()
-            if q in seen or q not in own:
-                continue
-            seen.add(q)
-            if own[q] > 0:
-                nested = True
-                break
-            stack += parent[q]
-        out[i] = 0.0 if nested else own[i]
-    return out
-
-
 def _rank_tasks(raw, rank, f, world, groups, pb, kinds, durations=None) -> list[TaskNode]:
     keep: dict[int, dict] = {}
     deps_of: dict[int, list[int]] = {}
-    linked = _linked(raw, durations) if durations is not None else None
     for n in raw:
         deps_of[n.id] = [*n.data_deps, *n.ctrl_deps]
         a = _attrs(n)
@@ -256,8 +241,9 @@ def _rank_tasks(raw, rank, f, world, groups, pb, kinds, durations=None) -> list[
                             size=_torch_bytes(n), group=world)
             elif not _BACKEND_CHILD.match(n.name):
                 t = n.duration_micros * 1e-6
-                if linked is not None and not t:
-                    t = linked[n.id]
+                rf = a.get("rf_id")
+                if durations is not None and not t and rf is not None:
+                    t = durations.get(int(rf), 0.0)
                 spec = dict(kind="comp", duration_s=t)
         elif n.type == pb.COMM_COLL_NODE:
             kind = kinds.get(a.get("comm_type"))
