@@ -37,6 +37,11 @@ def import_chakra(
     backend: Annotated[str, typer.Option(
         "--backend", "-b", help="How collectives are timed: analytical or flow.")]
         = "analytical",
+    astra_network: Annotated[Path | None, typer.Option(
+        help="ASTRA-sim compatibility mode: its network.yml (with --astra-system); "
+             "collectives timed by ASTRA-sim's analytical semantics.")] = None,
+    astra_system: Annotated[Path | None, typer.Option(
+        help="ASTRA-sim compatibility mode: its system.json.")] = None,
     trace_out: Annotated[Path | None, typer.Option(
         "--trace", help="Write the replay's timeline (Perfetto JSON).")] = None,
     as_json: JsonOpt = False,
@@ -62,10 +67,21 @@ def import_chakra(
                 for v in pg.values()):
             raise InputError(f"{groups}: groups map names to lists of ranks",
                              item=str(groups))
+    if (astra_network is None) != (astra_system is None):
+        raise InputError("--astra-network and --astra-system go together",
+                         item="--astra-system")
     g = read_chakra(trace, groups=pg, kineto=kineto)
-    top = parse_spec(topology or f"star:{max(g.ranks, 2)},bw=100GB/s")
-    cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
-    coster = CollectiveCoster(top, model=cm, algorithms=cands, bounds=False)
+    if astra_network is not None:
+        from ..topology.io import read_astra_network
+        from ..workload.astra_compat import AstraCoster, read_astra_system
+
+        top = read_astra_network(astra_network)
+        coster = AstraCoster(top, read_astra_system(str(astra_system)))
+    else:
+        top = parse_spec(topology or f"star:{max(g.ranks, 2)},bw=100GB/s")
+        cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms \
+            else None
+        coster = CollectiveCoster(top, model=cm, algorithms=cands, bounds=False)
     r = replay(g, coster, timeline=trace_out is not None)
     if trace_out is not None:
         write_timeline(r.tasks, trace_out)
@@ -73,7 +89,8 @@ def import_chakra(
     for n in g.nodes:
         kinds[n.kind] = kinds.get(n.kind, 0) + 1
     rec = {"trace": str(trace), "ranks": g.ranks, "topology": top.name, "nodes": kinds,
-           **r.to_dict(), "chosen": coster.chosen}
+           "mode": "astra-compat" if astra_network is not None else backend,
+           **r.to_dict(), "iteration_cycles": r.makespan_s * 1e9, "chosen": coster.chosen}
     if as_json:
         print_json(rec)
         return
