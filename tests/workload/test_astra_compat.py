@@ -81,6 +81,12 @@ def test_bad_inputs_are_named():
     assert e.value.item == "endpoint-delay"
     with pytest.raises(NotSupportedError):
         AstraCoster(RING8, AstraSystem()).time("x", "allreduce", (0, 1, 2), 1e6)  # 3 of 8
+    # 4 of 8 ring members, two links apart: the 4-NPU ring with twice the latency
+    c = AstraCoster(RING8, AstraSystem())
+    half = read_astra_network({"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0],
+                               "latency": [1000.0]})
+    assert c.time("x", "allreduce", (0, 2, 4, 6), 1e6) == pytest.approx(
+        collective_time_ns("allreduce", 1e6, half, AstraSystem()) * 1e-9, rel=1e-12)
     assert math.isclose(AstraCoster(RING8, AstraSystem()).time("x", "allreduce",
                                                                tuple(range(8)), 0.0), 0.0)
 

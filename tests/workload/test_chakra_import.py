@@ -77,8 +77,9 @@ def test_write_then_read_keeps_every_task(tmp_path):
                  group=(0, 1) if r < 2 else (2,), deps=(100 * r,)),
         TaskNode(100 * r + 2, r, "send" if r == 0 else "recv", peer=1 if r == 0 else 0,
                  size=64.0, tag=3) if r < 2 else TaskNode(100 * r + 2, r, "comp"))))
-    write_chakra(g, tmp_path)
-    h = read_chakra(tmp_path, groups={"0,1": [0, 1], "2": [2]})
+    paths = write_chakra(g, tmp_path)
+    assert json.loads(paths[-1].read_text()) == {"1": [0, 1], "2": [2]}
+    h = read_chakra(tmp_path)             # the groups file beside the trace
     key = [(n.rank, n.kind, n.collective, n.size, n.duration_s, n.group, n.peer, n.tag,
             len(n.deps)) for n in sorted(h.nodes, key=lambda n: (n.rank, n.id))]
     want = [(n.rank, n.kind, n.collective, n.size, n.duration_s, n.group, n.peer, n.tag,

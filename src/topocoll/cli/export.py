@@ -10,7 +10,7 @@ import typer
 from ..errors import InputError, ScheduleError
 from .app import JsonOpt, app, choice_opt, err, handle_errors, out, print_json, size_opt
 
-__all__ = ["export_app", "export_chakra", "export_msccl", "export_workload"]
+__all__ = ["export_app", "export_chakra", "export_msccl", "export_workload", "export_astra"]
 
 
 export_app = typer.Typer(no_args_is_help=True,
@@ -129,3 +129,57 @@ def export_workload(
     output.write_text(text)
     out.print(f"{m.layers} layers of {m.name} ({par.label()}) written to {output} "
               f"({dialect})", highlight=False)
+
+
+@export_app.command("astra")
+@handle_errors
+def export_astra(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="A model (topocoll list "
+                                                             "models).")] = "gpt3-175b",
+    parallel: Annotated[str, typer.Option("--parallel", "-p",
+                                          help="tp=T,pp=P,dp=D[,mb=..,gb=..].")]
+        = "tp=8,pp=8,dp=1,gb=64",
+    topology: Annotated[str, typer.Option(
+        "--topology", "-t", help="A fabric ASTRA-sim's analytical network can describe "
+                                 "(hier: dims, torus, ...) for network.yml.")]
+        = "hier:switch(64)",
+    device: Annotated[str, typer.Option(help="Device preset for compute times.")]
+        = "a100-80g",
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a model and parallelism for ASTRA-sim: per-rank Chakra traces, communicator
+    groups, network.yml and system.json."""
+    import json
+
+    from ..topology.io import write_astra_network
+    from ..topology.spec import parse_spec
+    from ..workload import find_device, parse_model, parse_parallel
+    from ..workload.chakra_et import write_chakra
+    from ..workload.rankgraph import iteration_graph
+
+    if output.exists() and not output.is_dir():
+        raise InputError(f"{output} exists and is not a directory", item=str(output))
+    m, par, dev = parse_model(model), parse_parallel(parallel), find_device(device)
+    top = parse_spec(topology)
+    if par.world != top.num_ranks:
+        raise InputError(f"--parallel uses {par.world} ranks, {top.name} has "
+                         f"{top.num_ranks}", item="--parallel")
+    network = write_astra_network(top)          # refuses what ASTRA-sim cannot describe
+    g = iteration_graph(m, par, dev)
+    paths = write_chakra(g, output, prefix="workload")
+    (output / "network.yml").write_text(network)
+    system = {"scheduling-policy": "FIFO", "endpoint-delay": 10,
+              "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
+              "all-reduce-implementation": ["ring"] * len(top.dims),
+              "all-gather-implementation": ["ring"] * len(top.dims),
+              "reduce-scatter-implementation": ["ring"] * len(top.dims),
+              "all-to-all-implementation": ["direct"] * len(top.dims),
+              "collective-optimization": "baseline", "local-mem-bw": 1600}
+    (output / "system.json").write_text(json.dumps(system, indent=1) + "\n")
+    written = [*map(str, paths), str(output / "network.yml"), str(output / "system.json")]
+    if as_json:
+        print_json({"written": written, "ranks": g.ranks, "tasks": len(g.nodes)})
+        return
+    out.print(f"{m.name} ({par.label()}): {len(g.nodes)} tasks on {g.ranks} ranks written "
+              f"to {output} (workload.<rank>.et, network.yml, system.json)", highlight=False)

@@ -178,8 +178,10 @@ def phases(kind: str, size: float, dims: Sequence[int], system: AstraSystem
 
 
 def _phase_ns(kind: str, algorithm: str, p: int, c: float, dim, system: AstraSystem) -> float:
-    """Nanoseconds of one phase of one chunk of ``c`` bytes on ``p`` NPUs of ``dim``."""
-    alpha = dim.latency * 1e9 * _HOPS[dim.kind]
+    """Nanoseconds of one phase of one chunk of ``c`` bytes on ``p`` NPUs of ``dim`` (a
+    ring's members ``dim.size / p`` links apart)."""
+    stride = dim.size // p if dim.kind == "ring" else 1
+    alpha = dim.latency * 1e9 * _HOPS[dim.kind] * stride
     beta = dim.bandwidth / 1e9                     # bytes per ns
     mem = system.local_mem_bw_GBps                 # bytes per ns (GB = 10^9)
     delta = system.endpoint_delay_ns
@@ -218,10 +220,11 @@ def _phase_ns(kind: str, algorithm: str, p: int, c: float, dim, system: AstraSys
 
 
 def collective_time_ns(kind: str, size: float, network: Topology, system: AstraSystem,
-                       involved: Sequence[bool] | None = None) -> float:
+                       involved: Sequence[int | bool] | None = None) -> float:
     """Nanoseconds of a ``kind`` collective of ``size`` bytes per NPU on ``network`` (a
     topology with ``dims``, e.g. from ``network.yml``) under ``system`` (see the module
-    docstring); ``involved`` masks the dimensions it uses (default: all).
+    docstring); ``involved`` gives the NPUs it uses in every dimension (``True``: all of
+    them, ``False`` or 1: none; default: all).
 
     Raises
     ------
@@ -234,7 +237,8 @@ def collective_time_ns(kind: str, size: float, network: Topology, system: AstraS
     if kind not in ("allreduce", "allgather", "reduce_scatter", "alltoall"):
         raise NotSupportedError(f"compatibility mode times allreduce, allgather, "
                                 f"reduce_scatter and alltoall, not {kind}")
-    sizes = [d.size if (involved is None or involved[i]) else 1
+    sizes = [d.size if involved is None or involved[i] is True else
+             (1 if involved[i] is False else int(involved[i]))
              for i, d in enumerate(network.dims)]
     S = system.splits
     ph = phases(kind, size / S, sizes, system)
@@ -259,9 +263,9 @@ def collective_time_ns(kind: str, size: float, network: Topology, system: AstraS
 
 class AstraCoster:
     """Collective times in compatibility mode for :func:`~topocoll.workload.taskgraph.replay`
-    (the interface of :class:`~topocoll.workload.CollectiveCoster`): a group that spans
-    whole dimensions uses those; point-to-point messages take one message's time on the
-    lowest dimension where the two ranks differ."""
+    (the interface of :class:`~topocoll.workload.CollectiveCoster`): a group uses, in
+    every dimension, the NPUs in which its members differ; point-to-point messages take
+    one message's time on the lowest dimension where the two ranks differ."""
 
     def __init__(self, network: Topology, system: AstraSystem) -> None:
         if not network.dims:
@@ -270,7 +274,9 @@ class AstraCoster:
         self.system = system
         self.chosen: dict[str, dict] = {}
 
-    def _involved(self, ranks: Sequence[int]) -> list[bool]:
+    def _involved(self, ranks: Sequence[int]) -> list[int]:
+        """NPUs of the group in every dimension (ASTRA-sim's communicator groups: the
+        members that differ in a dimension form its ring or its switch ports)."""
         sizes = [d.size for d in self.topology.dims]
         coords = []
         for r in ranks:
@@ -279,10 +285,11 @@ class AstraCoster:
                 c.append(r % n)
                 r //= n
             coords.append(c)
-        inv = [len({c[i] for c in coords}) > 1 for i in range(len(sizes))]
-        if math.prod(n for n, u in zip(sizes, inv, strict=True) if u) != len(set(ranks)):
+        inv = [len({c[i] for c in coords}) for i in range(len(sizes))]
+        if math.prod(inv) != len(set(ranks)) or any(n % k for n, k in zip(sizes, inv,
+                                                                          strict=True)):
             raise NotSupportedError(f"compatibility mode: a group of {len(ranks)} ranks that "
-                                    f"does not span whole dimensions")
+                                    f"is not a grid of the dimensions")
         return inv
 
     def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
@@ -291,7 +298,7 @@ class AstraCoster:
             return 0.0
         if kind == "broadcast" and len(ranks) == 2:       # a point-to-point message
             inv = self._involved(ranks)
-            d = self.topology.dims[inv.index(True)]
+            d = self.topology.dims[next(i for i, k in enumerate(inv) if k > 1)]
             ns = d.latency * 1e9 * _HOPS[d.kind] + size / (d.bandwidth / 1e9) + \
                 self.system.endpoint_delay_ns
         else:

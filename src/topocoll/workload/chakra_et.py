@@ -191,18 +191,27 @@ def kineto_durations(path: str | Path, ranks: int) -> list[dict[int, float]]:
 def read_chakra(path: str | Path, *, groups: Mapping[str, Sequence[int]] | None = None,
                 kineto: str | Path | None = None) -> TaskGraph:
     """The task graph of the trace at ``path`` (see the module docstring); ``groups``
-    maps ``pg_name`` to ranks; ``kineto`` a directory of profiler traces giving CPU ops
-    their durations.
+    maps ``pg_name`` to ranks (default: ``<prefix>.comm_groups.json`` beside the trace,
+    if any); ``kineto`` a directory of profiler traces giving CPU ops their durations.
 
     Raises
     ------
     InputError
         Naming the file and node of anything that cannot be read.
     """
+    import json
+
     pb, protolib = _pb()
     kinds = _kinds(pb)
     files = chakra_files(path)
     world = tuple(range(len(files)))
+    if groups is None:                    # the groups file written beside the trace
+        side = files[0].with_name(_FILE.match(files[0].name)["prefix"] + ".comm_groups.json")
+        if side.is_file():
+            try:
+                groups = json.loads(side.read_text())
+            except (OSError, ValueError) as e:
+                raise InputError(f"{side}: {e}", item=str(side)) from None
     durations = kineto_durations(kineto, len(files)) if kineto is not None else None
     nodes: list[TaskNode] = []
     for rank, f in enumerate(files):
@@ -296,12 +305,22 @@ def _rank_tasks(raw, rank, f, world, groups, pb, kinds, durations=None) -> list[
 def write_chakra(graph: TaskGraph, directory: str | Path, *, prefix: str = "topocoll"
                  ) -> list[Path]:
     """``<directory>/<prefix>.<rank>.et`` for every rank of ``graph`` with the package's
-    protobuf messages; returns the paths."""
+    protobuf messages, and ``<prefix>.comm_groups.json`` (ASTRA-sim's
+    ``--comm-group-configuration``: group id -> ranks) when a collective spans fewer than
+    all ranks; its ``pg_name`` is the group id. Returns the paths."""
+    import json
+
     pb, protolib = _pb()
     codes = {v: k for k, v in _kinds(pb).items()}
     graph.check()
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
+    world = tuple(range(graph.ranks))
+    gid: dict[tuple[int, ...], str] = {}
+    for t in graph.nodes:
+        g = tuple(sorted(t.group))
+        if t.kind == "coll" and g != world and g not in gid:
+            gid[g] = str(len(gid) + 1)
     paths = []
     for rank in range(graph.ranks):
         p = d / f"{prefix}.{rank}.et"
@@ -319,8 +338,9 @@ def write_chakra(graph: TaskGraph, directory: str | Path, *, prefix: str = "topo
                     n.type = pb.COMM_COLL_NODE
                     n.attr.add(name="comm_type", int64_val=codes[t.collective])
                     n.attr.add(name="comm_size", int64_val=int(round(t.size)))
-                    if tuple(t.group) != tuple(range(graph.ranks)):
-                        n.attr.add(name="pg_name", string_val=",".join(map(str, t.group)))
+                    g = tuple(sorted(t.group))
+                    if g != world:
+                        n.attr.add(name="pg_name", string_val=gid[g])
                 else:
                     n.type = pb.COMM_SEND_NODE if t.kind == "send" else pb.COMM_RECV_NODE
                     src, dst = (rank, t.peer) if t.kind == "send" else (t.peer, rank)
@@ -330,5 +350,9 @@ def write_chakra(graph: TaskGraph, directory: str | Path, *, prefix: str = "topo
                     n.attr.add(name="comm_size", int64_val=int(round(t.size)))
                 n.attr.add(name="is_cpu_op", bool_val=False)
                 protolib.encodeMessage(fh, n)
+        paths.append(p)
+    if gid:
+        p = d / f"{prefix}.comm_groups.json"
+        p.write_text(json.dumps({v: list(k) for k, v in gid.items()}, indent=1) + "\n")
         paths.append(p)
     return paths
