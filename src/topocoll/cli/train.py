@@ -71,6 +71,9 @@ def train(
     no_overlap: Annotated[bool, typer.Option(
         "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
         = False,
+    dear: Annotated[bool, typer.Option(
+        "--dear", help="DeAR: reduce-scatter overlapped with backward, all-gather with the "
+                       "next forward.")] = False,
     search: Annotated[bool, typer.Option(
         "--search", help="Rank every TP x PP x DP factorization of --gpus with recompute "
                          "none/selective/full and ZeRO 0/1 (--parallel ignored).")] = False,
@@ -143,7 +146,10 @@ def train(
     coster = CollectiveCoster(t, model=None if backend == "analytical" and no_bounds else cm,
                               algorithms=cands, cache=schedule_cache(no_cache),
                               bounds=not no_bounds, contention=contention)
-    r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap,
+    if dear and no_overlap:
+        raise InputError("--dear overlaps the reduction; it cannot go with --no-overlap",
+                         item="--dear")
+    r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap, dear=dear,
                            timeline=trace_path is not None, coster=coster)
     if trace_path is not None:
         write_timeline(r.tasks, trace_path)

@@ -184,6 +184,7 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
                        device: Device, *, cost_model: CostModel | None = None,
                        algorithms: Sequence[str] | None = None,
                        cache: ScheduleCache | None = None, overlap_dp: bool = True,
+                       dear: bool = False,
                        check_memory: bool = True, timeline: bool = False,
                        coster: CollectiveCoster | None = None,
                        contention: bool = False) -> IterationResult:
@@ -205,6 +206,11 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     cache : ScheduleCache, optional
     overlap_dp : bool
         Overlap the data-parallel gradient reduction with the last backward (buckets).
+    dear : bool
+        DeAR (Zhang et al., ICDCS 2023): the all-reduce split into its reduce-scatter,
+        overlapped with the last micro-batch's backward, and its all-gather, overlapped
+        with the next iteration's first forward (the layer's weights are needed only
+        there); each exposes what its compute does not cover, at least one bucket.
     check_memory : bool
         Refuse a configuration that does not fit in the device's memory.
     timeline : bool
@@ -315,18 +321,23 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
         if cc.contention and par.order == "tp-dp-pp":
             stage_groups = [gr for gr in dp_all if gr[0] // (par.tp * par.dp) == st] or \
                 [dp_ranks]
-        if par.zero >= 1:
-            t_dp = (cc.time_all(f"dp reduce_scatter stage {st}", "reduce_scatter",
-                                stage_groups, g)
-                    + cc.time_all(f"dp allgather stage {st}", "allgather", stage_groups, g))
+        t_rs = t_ag = 0.0
+        if par.zero >= 1 or dear:
+            t_rs = cc.time_all(f"dp reduce_scatter stage {st}", "reduce_scatter",
+                               stage_groups, g)
+            t_ag = cc.time_all(f"dp allgather stage {st}", "allgather", stage_groups, g)
+            t_dp = t_rs + t_ag
         else:
             t_dp = cc.time_all(f"dp allreduce stage {st}", "allreduce", stage_groups, g)
         if par.zero >= 3 and par.dp > 1:   # weights gathered per micro-batch, fwd and bwd
             ag = cc.time(f"dp allgather stage {st}", "allgather", dp_ranks, g)
             t_dp += 2 * m * max(0.0, ag - comp[st] / 2)
-        if overlap_dp and par.dp > 1:
-            last = min(t_dp, t_dp * BUCKET_BYTES / g) if g > 0 else 0.0
-            exposed = max(t_dp - bwd[st], last)
+        frac = min(1.0, BUCKET_BYTES / g) if g > 0 else 0.0
+        if dear and par.dp > 1:
+            exposed = (max(t_rs - bwd[st], t_rs * frac) + max(t_ag - fwd[st], t_ag * frac)
+                       + (t_dp - t_rs - t_ag))      # ZeRO-3's weight gathers stay exposed
+        elif overlap_dp and par.dp > 1:
+            exposed = max(t_dp - bwd[st], t_dp * frac)
         else:
             exposed = t_dp
         shard = p / (par.dp if par.zero >= 1 else 1)
