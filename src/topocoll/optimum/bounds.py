@@ -626,6 +626,23 @@ def _crossing(cl: _Classes, X: np.ndarray, red: bool) -> tuple[np.ndarray, np.nd
     return cl.mult @ out, cl.mult @ inn
 
 
+def _capacities_memo(topology: Topology, X: np.ndarray, is_member: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_capacities`, remembered in the topology: they depend only on the cuts and
+    the members, not on the collective's kind or chunking, so the candidates of one
+    ``choose`` (each with its own chunking) share them."""
+    cache = topology.memo("cut capacities", OrderedDict)
+    key = (X.shape, np.packbits(X).tobytes(), np.packbits(is_member).tobytes())
+    if key not in cache:
+        caps = _capacities(topology, X, is_member)
+        for a in caps:
+            a.flags.writeable = False
+        cache[key] = caps
+        while len(cache) > BOUND_CACHE_SIZE:
+            cache.popitem(last=False)
+    return cache[key]
+
+
 def _capacities(topology: Topology, X: np.ndarray, is_member: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Minimum capacities out of and into each cut (rows of ``X``: member ranks inside).
@@ -831,7 +848,7 @@ def _cut_unit(collective: Collective, topology: Topology,
         if not need.any():
             continue
         Xb, out, inn = Xb[need], out[need], inn[need]
-        cap_out, cap_in = _capacities(topology, Xb, is_member)
+        cap_out, cap_in = _capacities_memo(topology, Xb, is_member)
         for count, cap, name in ((out, cap_out, "out"), (inn, cap_in, "in")):
             t = count * b / cap
             i = int(np.argmax(t))
