@@ -94,9 +94,20 @@ def _training(a, gpt3, a100, CollectiveCoster, parse_parallel, parse_spec,
     rows.append(("same from the command line (-a ring,...)", _cli(
         ["train", "-m", "gpt3-175b", "-t", "dgx-a100:128", "-p", "tp=8,pp=8,dp=16",
          "--global-batch", "1536", "--recompute", "full", "-a", ",".join(ALGOS)]), 5.0))
+    rows.append(("same, flow backend, from the command line", _cli(
+        ["train", "-m", "gpt3-175b", "-t", "dgx-a100:128", "-p", "tp=8,pp=8,dp=16",
+         "--global-batch", "1536", "--recompute", "full", "-a", ",".join(ALGOS),
+         "--backend", "flow"]), 120.0))
     rows.append(("ASTRA-sim case: GPT-3 175B on 64 NPUs, one switch (CLI)", _cli(
         ["train", "-m", "gpt3-175b", "-t", "hier:switch(64)", "-p", "tp=8,pp=8,dp=1",
          "--global-batch", "64", "--recompute", "full", "-a", ",".join(ALGOS)]), 5.0))
+    with tempfile.TemporaryDirectory() as d:
+        rows.append(("ASTRA-sim case as Chakra traces: export astra (64 ranks)", _cli(
+            ["export", "astra", "-o", d, "-m", "gpt3-175b", "-p", "tp=8,pp=8,dp=1,gb=64",
+             "-t", "hier:switch(64)"]), float("nan")))
+        rows.append(("  and its replay in ASTRA-sim compatibility mode", _cli(
+            ["import", "chakra", d, "--astra-network", f"{d}/network.yml",
+             "--astra-system", f"{d}/system.json"]), float("nan")))
     if not a.skip_search:
         t0 = time.perf_counter()
         res = search_parallelism(gpt3, 1024, topo, a100, global_batch=1536,
