@@ -42,6 +42,9 @@ def import_chakra(
              "collectives timed by ASTRA-sim's analytical semantics.")] = None,
     astra_system: Annotated[Path | None, typer.Option(
         help="ASTRA-sim compatibility mode: its system.json.")] = None,
+    contention: Annotated[bool, typer.Option(
+        "--contention", help="Concurrent collectives and transfers share links (max-min "
+                             "fair); default: each timed alone.")] = False,
     trace_out: Annotated[Path | None, typer.Option(
         "--trace", help="Write the replay's timeline (Perfetto JSON).")] = None,
     as_json: JsonOpt = False,
@@ -82,7 +85,10 @@ def import_chakra(
         cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms \
             else None
         coster = CollectiveCoster(top, model=cm, algorithms=cands, bounds=False)
-    r = replay(g, coster, timeline=trace_out is not None)
+    if contention and astra_network is not None:
+        raise InputError("--contention uses our schedules; ASTRA-sim's compatibility mode "
+                         "has its own rules", item="--contention")
+    r = replay(g, coster, timeline=trace_out is not None, contention=contention)
     if trace_out is not None:
         write_timeline(r.tasks, trace_out)
     kinds: dict[str, int] = {}

@@ -71,6 +71,10 @@ def train(
     no_overlap: Annotated[bool, typer.Option(
         "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
         = False,
+    task_graph: Annotated[bool, typer.Option(
+        "--task-graph", help="Also replay the per-rank task graph of the iteration (every "
+                             "rank's compute, collectives and sends; with --contention, "
+                             "concurrent collectives of any kind share links).")] = False,
     dear: Annotated[bool, typer.Option(
         "--dear", help="DeAR: reduce-scatter overlapped with backward, all-gather with the "
                        "next forward.")] = False,
@@ -151,10 +155,20 @@ def train(
                          item="--dear")
     r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap, dear=dear,
                            timeline=trace_path is not None, coster=coster)
+    graph_rec = None
+    if task_graph:
+        from ..workload.rankgraph import iteration_graph
+        from ..workload.taskgraph import replay
+
+        rp = replay(iteration_graph(mdl, base, dev), coster, contention=contention,
+                    timeline=trace_path is not None)
+        graph_rec = {**rp.to_dict(), "contention": contention}
+        if trace_path is not None:      # the per-rank timeline replaces the per-stage one
+            r = replace(r, tasks=rp.tasks)
     if trace_path is not None:
         write_timeline(r.tasks, trace_path)
     if as_json:
-        print_json(r.to_dict())
+        print_json({**r.to_dict(), **({"task_graph": graph_rec} if graph_rec else {})})
         return
     it = r.iteration_s
     bd = r.breakdown
@@ -173,6 +187,10 @@ def train(
     out.print(f"MFU {100 * r.mfu:.1f}%  {r.tflops_per_gpu:.1f} TFLOP/s per GPU  peak memory "
               f"{r.memory_gib:.1f} GiB per GPU (stage {r.memory.peak_stage.stage})",
               highlight=False)
+    if graph_rec:
+        out.print(f"task-graph replay ({'links shared' if contention else 'each alone'}, no "
+                  f"gradient overlap): {graph_rec['iteration_s']:.4g} s",
+                  highlight=False)
     for label, c in r.collectives.items():
         frac = (f" ({100 * c['bound_fraction']:.1f}% of bound)"
                 if c["bound_fraction"] is not None else "")

@@ -44,6 +44,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..collective import make_collective
 from ..cost import AlphaBeta, CostModel
 from ..errors import InputError
@@ -150,6 +152,28 @@ class CollectiveCoster:
                                   "algorithm": c.best.algorithm, "time_s": c.best.time,
                                   "bound_s": c.bound.time if c.bound else None,
                                   "bound_fraction": c.bound_fraction}
+        return self._memo[key]
+
+    def link_use(self, kind: str, ranks: tuple[int, ...], size: float,
+                 root: int | None = None) -> dict[int, float]:
+        """Link index -> the fraction of that link's capacity the collective chosen by
+        :meth:`time` uses on average over its duration when it runs alone (its schedule's
+        bytes on the link over capacity times duration); ``{}`` for a free collective."""
+        t = self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
+        if t <= 0:
+            return {}
+        key = ("use", kind, ranks, float(size), root)
+        if key not in self._memo:
+            from ..cost.kernel import step_loads
+            from ..selection import find_algorithm, synthesize
+
+            alg, opts = self._best[(kind, ranks, float(size), root)]
+            sched = synthesize(find_algorithm(alg, kind), self.topology,
+                               {**opts, "ranks": ranks} if root is None else
+                               {**opts, "ranks": ranks, "root": root}, cache=self.cache)
+            load, _ = step_loads(sched, self.topology, size)
+            frac = load.sum(axis=0) / (self.topology.link_bandwidth * t)
+            self._memo[key] = {int(i): float(frac[i]) for i in np.flatnonzero(frac > 0)}
         return self._memo[key]
 
     def time_all(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],

@@ -133,9 +133,11 @@ class ReplayResult:
                 "compute_per_rank_s": list(self.compute_s)}
 
 
-def replay(graph: TaskGraph, coster: CollectiveCoster, *, timeline: bool = False
-           ) -> ReplayResult:
-    """Time ``graph`` on ``coster``'s topology (see the module docstring).
+def replay(graph: TaskGraph, coster: CollectiveCoster, *, timeline: bool = False,
+           contention: bool = False) -> ReplayResult:
+    """Time ``graph`` on ``coster``'s topology (see the module docstring). With
+    ``contention``, collectives and transfers that run at the same time share links
+    (:func:`_fluid`); without, each is timed alone.
 
     Raises
     ------
@@ -210,16 +212,24 @@ def replay(graph: TaskGraph, coster: CollectiveCoster, *, timeline: bool = False
         for p in ps:
             succ[p].append(k)
             indeg[k] += 1
-    start, end = {}, {}
-    queue = deque(sorted((k for k, d in indeg.items() if d == 0), key=repr))
-    while queue:
-        k = queue.popleft()
-        start[k] = max((end[p] for p in preds.get(k, ())), default=0.0)
-        end[k] = start[k] + dur[k]
-        for s in succ[k]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                queue.append(s)
+    if contention:
+        use = {k: (coster.link_use(ns[0].collective, k[1], ns[0].size) if k[0] == "coll"
+                   else coster.link_use("broadcast", (k[1], k[2]),
+                                        max(x.size for x in ns), root=k[1])
+                   if k[0] == "p2p" and k[1] != k[2] else {})
+               for k, ns in members.items() if dur[k] > 0}
+        start, end = _fluid(members, preds, succ, indeg, dur, use)
+    else:
+        start, end = {}, {}
+        queue = deque(sorted((k for k, d in indeg.items() if d == 0), key=repr))
+        while queue:
+            k = queue.popleft()
+            start[k] = max((end[p] for p in preds.get(k, ())), default=0.0)
+            end[k] = start[k] + dur[k]
+            for s in succ[k]:
+                indeg[s] -= 1
+                if indeg[s] == 0:
+                    queue.append(s)
     if len(end) != len(members):
         stuck = min((ns[0].id for k, ns in members.items() if k not in end))
         raise InputError(f"the trace deadlocks: task {stuck} can never start (a cycle "
@@ -233,6 +243,92 @@ def replay(graph: TaskGraph, coster: CollectiveCoster, *, timeline: bool = False
     if timeline:
         tasks = tuple(Task(n.rank, n.name or n.collective or n.kind, -1, start[key_of[n.id]],
                            end[key_of[n.id]]) for n in graph.nodes)
+    if contention:          # what each kind took, sharing links, not alone
+        comm = defaultdict(float)
+        for k, ns in members.items():
+            if k[0] != "comp":
+                comm[ns[0].collective if k[0] == "coll" else "p2p"] += end[k] - start[k]
     return ReplayResult(max(end.values(), default=0.0), tuple(compute), dict(comm),
                         sum(1 for k in members if k[0] == "coll"),
                         sum(1 for k in members if k[0] == "p2p"), tuple(tasks))
+
+
+def _fluid(members, preds, succ, indeg, dur, use) -> tuple[dict, dict]:
+    """Start and end of every joint event when concurrent ones share links.
+
+    Each communication event ``k`` needs ``dur[k]`` seconds alone and then loads link
+    ``l`` at the fraction ``use[k][l]`` of its capacity. Running together, events progress
+    at rates ``r_k <= 1`` (1: as fast as alone) that are max-min fair under
+    ``sum_k r_k use[k][l] <= 1`` on every link (progressive filling); compute runs at rate
+    1. Time advances from one start or finish to the next. Exact for this fluid model: a
+    collective is taken to load its links evenly over its run, as the flow backend's
+    fair sharing does within a step.
+    """
+    indeg = dict(indeg)
+    start: dict = {}
+    end: dict = {}
+    left: dict = {}
+    active: list = []
+    t = 0.0
+    ready = sorted((k for k, d in indeg.items() if d == 0), key=repr)
+    while ready or active:
+        for k in ready:
+            start[k] = t
+            left[k] = dur[k]
+            active.append(k)
+        ready = []
+        rate = _rates(active, use)
+        # finish what is done; zero-length events finish at once
+        step = min((left[k] / rate[k] for k in active if rate[k] > 0), default=0.0)
+        t += step
+        still = []
+        for k in active:
+            left[k] -= rate[k] * step
+            if left[k] <= 1e-12 * max(1.0, dur[k]):
+                end[k] = t
+                for s in succ[k]:
+                    indeg[s] -= 1
+                    if indeg[s] == 0:
+                        ready.append(s)
+            else:
+                still.append(k)
+        active = still
+        ready.sort(key=repr)
+    return start, end
+
+
+def _rates(active: list, use: dict) -> dict:
+    """Max-min fair rates (progressive filling) of the active events; see :func:`_fluid`."""
+    rate = {k: 1.0 for k in active}
+    comm = [k for k in active if use.get(k)]
+    if len(comm) < 2:
+        return rate
+    links: dict[int, list] = defaultdict(list)
+    for k in comm:
+        for link, u in use[k].items():
+            links[link].append((k, u))
+    shared = {lk: v for lk, v in links.items() if len(v) > 1 and sum(u for _, u in v) > 1}
+    if not shared:
+        return rate
+    frozen: dict = {}
+    level = 0.0
+    while True:
+        best, tight = 1.0, None
+        for lk, v in shared.items():
+            free = [u for k, u in v if k not in frozen]
+            if not free:
+                continue
+            room = 1.0 - sum(frozen[k] * u for k, u in v if k in frozen)
+            lam = room / sum(free)
+            if lam < best:
+                best, tight = lam, lk
+        level = max(level, best)
+        if tight is None:
+            break
+        for k, _ in shared[tight]:
+            frozen.setdefault(k, best)
+        if all(k in frozen for k in comm):
+            break
+    for k in comm:
+        rate[k] = min(1.0, frozen.get(k, level if level < 1.0 else 1.0))
+    return rate
