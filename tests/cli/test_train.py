@@ -52,3 +52,17 @@ def test_train_without_bounds_and_with_the_flow_backend():
                                        "-a", "ring", "-b", "flow", "--json"]).stdout)
     # one ring in one box: the flow level and alpha-beta agree without contention
     assert f["iteration_s"] == __import__("pytest").approx(a["iteration_s"], rel=0.02)
+
+
+def test_train_with_the_packet_backend_on_a_small_case():
+    import pytest
+
+    args = ["train", "-m", TINY, "-p", "tp=2,pp=1,dp=4", "-t", "dgx:1", "-a", "ring",
+            "--no-bounds", "--json"]
+    a = json.loads(runner.invoke(app, args).stdout)
+    r = runner.invoke(app, [*args, "-b", "packet"])
+    assert r.exit_code == 0, r.output
+    p = json.loads(r.stdout)
+    # packets (headers, serialization per hop) never beat the fluid alpha-beta time
+    assert p["iteration_s"] >= a["iteration_s"] * (1 - 1e-9)
+    assert p["iteration_s"] == pytest.approx(a["iteration_s"], rel=0.2)

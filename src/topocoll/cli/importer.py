@@ -35,7 +35,8 @@ def import_chakra(
         "--algorithms", "-a", help="Comma-separated candidate algorithms (default: all "
                                    "that apply).")] = None,
     backend: Annotated[str, typer.Option(
-        "--backend", "-b", help="How collectives are timed: analytical or flow.")]
+        "--backend", "-b", help="How collectives are timed: analytical, flow, or packet "
+                                "(small cases).")]
         = "analytical",
     astra_network: Annotated[Path | None, typer.Option(
         help="ASTRA-sim compatibility mode: its network.yml (with --astra-system); "
@@ -57,7 +58,7 @@ def import_chakra(
     from ..workload.chakra_et import read_chakra
     from ..workload.taskgraph import replay
 
-    choice_opt(backend, ("analytical", "flow"), "--backend")
+    choice_opt(backend, ("analytical", "flow", "packet"), "--backend")
     cm = model_opt(backend, "0")
     pg = None
     if groups is not None:

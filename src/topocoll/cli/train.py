@@ -57,7 +57,8 @@ def train(
     zero: Annotated[int, typer.Option(help="ZeRO stage 0-3 over the data-parallel group.")]
         = 0,
     backend: Annotated[str, typer.Option(
-        "--backend", "-b", help="How collectives are timed: analytical or flow.")]
+        "--backend", "-b", help="How collectives are timed: analytical, flow, or packet "
+                                "(small cases).")]
         = "analytical",
     algorithms: Annotated[str | None, typer.Option(
         "--algorithms", "-a", help="Comma-separated candidate algorithms for every "
@@ -102,7 +103,7 @@ def train(
     )
 
     # everything is checked before anything runs
-    choice_opt(backend, ("analytical", "flow"), "--backend")
+    choice_opt(backend, ("analytical", "flow", "packet"), "--backend")
     cm = model_opt(backend, "0")
     dev = find_device(device)
     if model.strip().lower() in LAYERED:
