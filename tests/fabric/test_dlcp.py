@@ -124,3 +124,17 @@ def test_tree_pattern_reduce_up_lossy_broadcast_down_reliable():
                     scale=0.05, background_load=0.0, schemes=("baseline",), pattern="tree",
                     payload=9000)
     assert recs[0]["p50_s"] > 0
+
+
+def test_dctcp_scheme_is_reliable_and_reacts_to_marks():
+    from topocoll.topology.spec import parse_spec
+    from topocoll.workload import LAYERED
+
+    t = parse_spec("leafspine:leaves=2,spines=2,hosts=4,bw=10Gbps")
+    kw = dict(workers=8, iterations=1, seed=3, background_load=0.5, scale=0.3)
+    base, dctcp = run_dlcp(t, LAYERED["resnet50"], schemes=("baseline", "dctcp"), **kw)
+    assert dctcp["scheme"] == "dctcp" and dctcp["loss_fraction"] == 0.0   # reliable
+    assert dctcp["p50_s"] > 0 and dctcp["drops"] < base["drops"]   # marks before drops
+    # a zero threshold marks every packet: DCTCP keeps backing off and takes longer
+    always = run_dlcp(t, LAYERED["resnet50"], schemes=("dctcp",), mark=0, **kw)[0]
+    assert always["p50_s"] > dctcp["p50_s"]

@@ -25,6 +25,8 @@ Schemes, each adding one mechanism to the previous one (the ablation of the issu
 
 ``baseline``        drop-tail FIFO ports, ECMP per message, reliable transport (a TCP-like
                     tail: a lost last packet is found after ``rto``)
+``dctcp``           the baseline with ECN marking at ``mark`` bytes and DCTCP's window
+                    (the other baseline of the issue; not part of the chain below)
 ``layer_priority``  strict priority by layer, one class per message (ByteScheduler-like)
 ``spray``           packets sprayed over every shortest path
 ``packet_priority`` per-packet classes by layer and magnitude
@@ -32,9 +34,10 @@ Schemes, each adding one mechanism to the previous one (the ablation of the issu
 ``dlcp``            the bounded-loss receiver on pushes (``eps``), tail timer instead of RTO
 
 The transport keeps a fixed window of ``window`` packets in flight per message, clocked by
-acknowledgements, without congestion control; the fabric's queues and policies decide the
-rest. Iteration communication time is the time until every pull
-has completed.
+acknowledgements, without congestion control (``dctcp``: DCTCP's window, starting from
+Linux's ten 1500-byte segments' worth of packets, at least one); the fabric's queues and
+policies decide the rest. Iteration communication time
+is the time until every pull has completed.
 
 Examples
 --------
@@ -56,15 +59,18 @@ import numpy as np
 from ..errors import InputError
 from ..sim.dlcp_engine import Background, Message, shortest_paths, simulate_messages
 from ..sim.gradient_packets import NUM_QUEUES, packetize
-from ..sim.queue_policies import DropTail, SelectiveDrop, StrictPriority
+from ..sim.queue_policies import DropTail, ECNMarking, SelectiveDrop, StrictPriority
+from ..sim.transport_policies import DCTCP
 from ..topology import Topology
 from ..workload import LayeredModel
 
 __all__ = ["PATTERNS", "SCHEMES", "run_dlcp", "dlcp_messages", "background_flows"]
 
 PATTERNS = ("ps", "ring", "tree")
-SCHEMES = ("baseline", "layer_priority", "spray", "packet_priority", "selective_drop",
-           "dlcp")
+SCHEMES = ("baseline", "dctcp", "layer_priority", "spray", "packet_priority",
+           "selective_drop", "dlcp")
+#: Schemes with the baseline's flat priority, FIFO ports and ECMP per message.
+_FLAT = ("baseline", "dctcp")
 _BG_CLASS = 4
 
 
@@ -86,7 +92,7 @@ def _lossy_packets(scheme, mid, nbytes, payload, b, layer_rank, rng):
     """Packets of a message that may lose (push, reduce-scatter) under ``scheme``."""
     npk = max(1, -(-nbytes // payload))
     scores = rng.lognormal(0.0, 1.0, npk)
-    if scheme == "baseline":
+    if scheme in _FLAT:
         return packetize(mid, nbytes, payload, layer=b, flat_priority=1)
     if scheme in ("layer_priority", "spray"):
         return packetize(mid, nbytes, payload, layer=b, flat_priority=1 + layer_rank)
@@ -98,7 +104,7 @@ def _reliable_packets(scheme, mid, nbytes, payload, b, layer_rank):
     """Packets of a message that must arrive (pull, all-gather, broadcast): the message's
     layer class, one class for the baseline."""
     return packetize(mid, nbytes, payload, layer=b,
-                     flat_priority=1 if scheme == "baseline" else 1 + layer_rank)
+                     flat_priority=1 if scheme in _FLAT else 1 + layer_rank)
 
 
 def _ring_messages(bks, workers, scheme, eps, payload, rng):
@@ -224,9 +230,11 @@ def background_flows(hosts: int, bandwidth: float, load: float, window: float,
     return out
 
 
-def _policy(scheme: str, buffer: int):
+def _policy(scheme: str, buffer: int, mark: int):
     if scheme == "baseline":
         return DropTail(buffer)
+    if scheme == "dctcp":
+        return ECNMarking(DropTail(buffer), mark)
     if scheme == "selective_drop" or scheme == "dlcp":
         return SelectiveDrop(buffer, queues=NUM_QUEUES)
     return StrictPriority(buffer)
@@ -237,12 +245,15 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
              schemes: Sequence[str] = SCHEMES, eps: float = 0.02, buffer: int = 1 << 20,
              payload: int = 64 * 1024, bucket: float = 25e6, scale: float = 1.0,
              tail_timer: float = 50e-6, rto: float = 1e-3, window: int = 2,
-             pattern: str = "ps", progress: Callable[[str], None] | None = None) -> list[dict]:
+             pattern: str = "ps", mark: int | None = None,
+             progress: Callable[[str], None] | None = None) -> list[dict]:
     """One record per scheme: ``scheme``, ``p50_s`` and ``p99_s`` of the iteration
     communication time, ``loss_fraction`` (pushed bytes taken as zero), mean
     ``retransmitted_bytes`` per iteration, ``drops`` (gradient packets) and
     ``iterations_s``. Iteration ``i`` uses the same background and magnitudes under every
-    scheme (seeded by ``seed`` and ``i``). ``scale`` shrinks the gradients (tests)."""
+    scheme (seeded by ``seed`` and ``i``). ``scale`` shrinks the gradients (tests);
+    ``mark`` is the ECN threshold of the ``dctcp`` scheme in bytes (default: a fifth of
+    ``buffer``)."""
     for s in schemes:
         if s not in SCHEMES:
             raise InputError(f"unknown scheme {s!r} (known: {', '.join(SCHEMES)})",
@@ -279,11 +290,14 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
             msgs, p = dlcp_messages(model, workers, sch, eps=eps, payload=payload,
                                     bucket=bucket * scale, scale=scale, rng=rng,
                                     pattern=pattern)
-            r = simulate_messages(topology, msgs, _policy(sch, buffer),
-                                  spray=sch not in ("baseline", "layer_priority"),
+            r = simulate_messages(topology, msgs,
+                                  _policy(sch, buffer, buffer // 5 if mark is None else mark),
+                                  spray=sch not in (*_FLAT, "layer_priority"),
                                   tail_timer=tail_timer, rto=rto, background=bg,
                                   payload=payload, paths=paths, seed=seed + it,
-                                  window=window)
+                                  window=window,
+                                  transport=DCTCP(init_window=max(1, 15_000 // payload))
+                                  if sch == "dctcp" else None)
             times.append(float(r.finish.max()))
             zero += int(r.zero_filled.sum())
             pushed += p

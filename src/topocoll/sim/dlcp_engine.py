@@ -13,9 +13,11 @@ Model:
 - A message is ready when its start time has come and every message it depends on has
   completed. Its sender then keeps at most ``window`` of its packets in flight: a packet
   enters the NIC queue when a slot is free, and its slot frees when the acknowledgement
-  (or, for a dropped packet, the selective NACK) is back after the path's one-way latency
-  (a fixed ACK-clocked window; no congestion control). Host NICs never drop; switch ports
-  drop what their policy does not admit. Each packet carries a 64-byte header.
+  (or, for a dropped packet, the selective NACK) is back after the path's one-way latency.
+  The window is the transport policy's (:mod:`topocoll.sim.transport_policies`): fixed
+  by default, or DCTCP reacting to the ECN marks that a marking queue policy sets and the
+  acknowledgements echo. Host NICs never drop; switch ports drop what their policy does
+  not admit. Each packet carries a 64-byte header.
 - A port serializes one packet at a time at its link's bandwidth, then the packet arrives
   at the next node after the link's latency.
 - Loss recovery: when every packet of the current round is delivered or dropped, the
@@ -127,9 +129,11 @@ def shortest_paths(topology: Topology, limit: int = 16) -> dict:
 def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *,
                       spray: bool = False, tail_timer: float = 50e-6, rto: float = 1e-3,
                       background: Sequence[Background] = (), payload: int = 9000,
-                      paths: dict | None = None, seed: int = 0, window: int = 1 << 30) \
-        -> EngineResult:
-    """Run ``messages`` (and ``background``) to completion (see the module docstring)."""
+                      paths: dict | None = None, seed: int = 0, window: int = 1 << 30,
+                      transport=None) -> EngineResult:
+    """Run ``messages`` (and ``background``) to completion (see the module docstring);
+    ``transport`` (:mod:`topocoll.sim.transport_policies`) sets each message's window,
+    default a fixed ``window``."""
     n = topology.num_ranks
     for m in messages:
         if not (0 <= m.src < n and 0 <= m.dst < n) or m.src == m.dst:
@@ -171,9 +175,11 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
     last_resolved = [0.0] * nm
     rng = np.random.default_rng(seed)
     rr = {}
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InputError(f"window must be a positive number of packets, got {window!r}",
-                         item="--window")
+    if transport is None:
+        from .transport_policies import FixedWindow
+
+        transport = FixedWindow(window)
+    marker = getattr(policy, "mark", None)
     todo: list[deque] = [deque() for _ in messages]
     inflight = [0] * nm
     back_lat = [float(sum(lat[x] for x in paths[(m.dst, m.src)][0])) for m in messages]
@@ -192,10 +198,13 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         return ps[m.id % len(ps)]
 
     def enqueue(t, link, rec):
-        # rec: [size, priority, path, hop, kind, msg k, packet i]
+        # rec: [size, priority, path, hop, kind, msg k, packet i, ECN mark]
         size, pr = rec[0], rec[1]
-        if not is_host_port[link] and not policy.admit(int(occ[link]), size, pr):
-            return False
+        if not is_host_port[link]:
+            if not policy.admit(int(occ[link]), size, pr):
+                return False
+            if marker is not None and marker(int(occ[link]), size, pr):
+                rec[7] = True
         cls = policy.order(pr)
         queues[link].setdefault(cls, deque()).append(rec)
         occ[link] += size
@@ -223,10 +232,11 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
 
     def pump(t, k):
         m = messages[k]
-        while todo[k] and inflight[k] < window:
+        while todo[k] and inflight[k] < transport.window(k):
             i = todo[k].popleft()
             p = m.packets[i]
-            rec = [p.length + HEADER_BYTES, p.priority, path_for(k, m, i), 0, "g", k, i]
+            rec = [p.length + HEADER_BYTES, p.priority, path_for(k, m, i), 0, "g", k, i,
+                   False]
             if not todo[k]:
                 round_end[k] = (i, t)
             inflight[k] += 1
@@ -236,9 +246,10 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         m = messages[k]
         send_round(t, k, list(range(len(m.packets))))
 
-    def resolve(t, k, i, delivered):
+    def resolve(t, k, i, delivered, marked=False):
         m = messages[k]
-        push(t + back_lat[k], 6, k)              # the slot frees when the (N)ACK is back
+        # the slot frees when the (N)ACK is back, echoing the mark
+        push(t + back_lat[k], 6, (k, marked, delivered))
         pending[k] -= 1
         last_resolved[k] = max(last_resolved[k], t)
         if delivered:
@@ -280,7 +291,7 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         for j in range(npk):
             size = min(payload, b.nbytes - j * payload) + HEADER_BYTES
             p = ps[int(rng.integers(len(ps)))]
-            push(b.start, 4, [size, b.priority, p, 0, "b", -1, j])
+            push(b.start, 4, [size, b.priority, p, 0, "b", -1, j, False])
     while heap:
         t, _, kind, data = heapq.heappop(heap)
         events += 1
@@ -294,7 +305,7 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
             rec[3] += 1
             if rec[3] == len(rec[2]):
                 if rec[4] == "g":
-                    resolve(t, rec[5], rec[6], True)
+                    resolve(t, rec[5], rec[6], True, rec[7])
                 continue
             if not enqueue(t, rec[2][rec[3]], rec):
                 if rec[4] == "g":
@@ -312,8 +323,10 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         elif kind == 4:
             enqueue(t, data[2][0], data)
         elif kind == 6:
-            inflight[data] -= 1
-            pump(t, data)
+            k, marked, delivered = data
+            inflight[k] -= 1
+            transport.on_ack(k, marked, delivered)
+            pump(t, k)
     if np.isnan(finish).any():
         k = int(np.flatnonzero(np.isnan(finish))[0])
         raise InputError(f"message {messages[k].id} never completed (a dependency cycle?)",

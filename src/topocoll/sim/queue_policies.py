@@ -12,7 +12,9 @@ new class, not a branch in the engine.
 - :class:`SelectiveDrop`: strict priority with per-class admission thresholds ``K_q``
   decreasing with the class (DLCP's selective dropping, WRED-style colours on a commodity
   switch): under congestion the least important packets go first, while the buffer still
-  has room for the important ones.
+  has room for the important ones;
+- :class:`ECNMarking`: any of these plus ``mark(occupancy, size, priority) -> bool``, the
+  ECN bit DCTCP reacts to (the engine calls ``mark`` when a policy has it).
 
 Examples
 --------
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 
-__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "QUEUE_POLICIES"]
+__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "ECNMarking", "QUEUE_POLICIES"]
 
 
 def _check_buffer(buffer: int) -> None:
@@ -94,6 +96,32 @@ class SelectiveDrop:
 
     def order(self, priority: int) -> int:
         return priority
+
+
+@dataclass(frozen=True)
+class ECNMarking:
+    """``inner``'s admission and order, plus DCTCP's marking: a packet admitted while
+    more than ``threshold`` bytes are queued at the port (its own included) carries the
+    congestion-experienced bit (``mark``; Alizadeh et al., SIGCOMM 2010, the step
+    marking at ``K``)."""
+
+    inner: DropTail | StrictPriority | SelectiveDrop
+    threshold: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or \
+                self.threshold < 0:
+            raise InputError(f"marking threshold must be bytes >= 0, got {self.threshold!r}",
+                             item="threshold")
+
+    def admit(self, occupancy: int, size: int, priority: int) -> bool:
+        return self.inner.admit(occupancy, size, priority)
+
+    def order(self, priority: int) -> int:
+        return self.inner.order(priority)
+
+    def mark(self, occupancy: int, size: int, priority: int) -> bool:
+        return occupancy + size > self.threshold
 
 
 QUEUE_POLICIES = {"droptail": DropTail, "priority": StrictPriority, "selective": SelectiveDrop}
