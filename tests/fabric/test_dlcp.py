@@ -127,9 +127,6 @@ def test_tree_pattern_reduce_up_lossy_broadcast_down_reliable():
 
 
 def test_dctcp_scheme_is_reliable_and_reacts_to_marks():
-    from topocoll.topology.spec import parse_spec
-    from topocoll.workload import LAYERED
-
     t = parse_spec("leafspine:leaves=2,spines=2,hosts=4,bw=10Gbps")
     kw = dict(workers=8, iterations=1, seed=3, background_load=0.5, scale=0.3)
     base, dctcp = run_dlcp(t, LAYERED["resnet50"], schemes=("baseline", "dctcp"), **kw)
@@ -138,3 +135,34 @@ def test_dctcp_scheme_is_reliable_and_reacts_to_marks():
     # a zero threshold marks every packet: DCTCP keeps backing off and takes longer
     always = run_dlcp(t, LAYERED["resnet50"], schemes=("dctcp",), mark=0, **kw)[0]
     assert always["p50_s"] > dctcp["p50_s"]
+
+
+def test_loss_profile_places_lost_packets_in_importance_order():
+    from topocoll.fabric import loss_profile, profile_summary
+    from topocoll.sim.dlcp_engine import Message
+    from topocoll.sim.gradient_packets import GradientPacket
+
+    pk = tuple(GradientPacket(7, 0, i * 10, 10, pr) for i, pr in enumerate((1, 5, 3, 5)))
+    lossy = Message(7, src=0, dst=1, packets=pk, eps=0.5)
+    clean = Message(8, src=0, dst=1, packets=pk, eps=0.5)
+    reliable = Message(9, src=0, dst=1, packets=pk)
+    # least important first: packets 1 and 3 (class 5), then 2 (3), then 0 (1)
+    prof = loss_profile([lossy, clean, reliable], [(7, (3, 0))])
+    assert prof == [[0.25, 0.75], []]
+    assert profile_summary(prof) == {"messages_that_may_lose": 2, "lossy_messages": 1,
+                                     "mean_lost_quantile": 0.5}
+
+
+def test_engine_pattern_trains_with_the_engines_drops():
+    from topocoll.studies.dlcp_convergence import drop_mask
+
+    g = np.arange(1.0, 9.0)                      # 4 blocks of 2, increasing magnitude
+    rng = np.random.default_rng(0)
+    # a profile whose every message lost its two least important packets (of four)
+    m = drop_mask(g, block=2, eps=0.0, pattern="engine", rng=rng, profile=[[0.0, 0.25]])
+    assert m.tolist() == [True] * 4 + [False] * 4
+    # a profile of clean messages loses nothing
+    assert not drop_mask(g, block=2, eps=0.0, pattern="engine", rng=rng,
+                         profile=[[], []]).any()
+    with pytest.raises(InputError):
+        drop_mask(g, block=2, eps=0.0, pattern="engine", rng=rng, profile=None)

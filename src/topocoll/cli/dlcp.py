@@ -71,6 +71,10 @@ def dlcp(
                         iterations=iterations, seed=seed, schemes=chosen, eps=eps,
                         buffer=buf, payload=pay, window=window, pattern=pattern,
                         progress=lambda s: bar.update(task, advance=1, description=s))
+    from ..fabric import profile_summary
+
+    for r in recs:            # the raw profile is for training; its summary is printed
+        r.update(profile_summary(r.pop("loss_profile")))
     rec = {"topology": t.name, "model": name, "workers": workers,
            "background_load": background_load, "iterations": iterations, "seed": seed,
            "eps": eps, "buffer": buf, "payload": pay, "window": window, "pattern": pattern,

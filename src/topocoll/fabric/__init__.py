@@ -12,6 +12,8 @@ _WHERE = {
     "background_flows": "dlcp",
     "dlcp_messages": "dlcp",
     "run_dlcp": "dlcp",
+    "loss_profile": "dlcp",
+    "profile_summary": "dlcp",
     "COST_CLASSES": "libra",
     "OBJECTIVES": "libra",
     "PRICES": "libra",
@@ -85,7 +87,8 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "topoopt_cost", "TOPOOPT_BATCH", "FabricEval", "Job", "Timing", "Traffic",
            "TopoOptResult", "baselines", "describe_strategy", "expander_fabric", "mcmc",
            "optimize", "switch_fabric", "SPLITS", "mp_matchings", "SCHEMES", "PATTERNS",
-           "background_flows", "dlcp_messages", "run_dlcp"]
+           "background_flows", "dlcp_messages", "run_dlcp", "loss_profile",
+           "profile_summary"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -16,7 +16,11 @@ replicas never diverge. A push of one layer's gradient is one message, cut into 
 - ``dlcp``: the ``eps`` share of each message with the lowest priority lost, that is the
   blocks of smallest mean ``|g|`` (the order in which selective dropping discards a
   message's packets under congestion, up to the receiver's budget); layers nearer the
-  output lose first when a tie has to be broken.
+  output lose first when a tie has to be broken;
+- ``engine``: what the packet engine dropped (``profile``, from
+  :func:`~topocoll.fabric.dlcp.loss_profile`): every message draws one of the engine's
+  lossy messages (seeded), with its share of messages that lost nothing, and loses the
+  blocks at the same places of its importance order (smallest mean ``|g|`` first).
 
 Each case trains with plain SGD with momentum, several seeds, and records the test
 accuracy after every epoch.
@@ -26,6 +30,9 @@ Examples
 >>> import numpy as np
 >>> g = np.array([0.1, -5.0, 0.2, 3.0, 0.05, 0.3])
 >>> drop_mask(g, block=2, eps=0.34, pattern="dlcp", rng=None).tolist()  # smallest block
+[False, False, False, False, True, True]
+>>> rng = np.random.default_rng(0)      # the engine lost the least important third
+>>> drop_mask(g, block=2, eps=0, pattern="engine", rng=rng, profile=[[0.0]]).tolist()
 [False, False, False, False, True, True]
 """
 
@@ -39,16 +46,31 @@ from ..errors import InputError, NotSupportedError
 
 __all__ = ["PATTERNS", "drop_mask", "train_with_loss", "run_convergence"]
 
-PATTERNS = ("none", "random", "dlcp")
+PATTERNS = ("none", "random", "dlcp", "engine")
 
 
 def drop_mask(grad: np.ndarray, *, block: int, eps: float, pattern: str,
-              rng: np.random.Generator | None) -> np.ndarray:
+              rng: np.random.Generator | None,
+              profile: Sequence[Sequence[float]] | None = None) -> np.ndarray:
     """Which elements of the flat gradient ``grad`` of one message are lost."""
     g = np.asarray(grad, float).ravel()
     n = len(g)
     nb = -(-n // block)
     mask = np.zeros(n, bool)
+    if pattern == "engine":
+        if not profile:
+            raise InputError("pattern 'engine' needs the engine's loss profile",
+                             item="profile")
+        qs = profile[int(rng.integers(len(profile)))]
+        if not qs or n == 0:
+            return mask
+        pad = np.zeros(nb * block)
+        pad[:n] = np.abs(g)
+        score = pad.reshape(nb, block).mean(axis=1)
+        order = np.lexsort((-np.arange(nb), score))          # least important first
+        lost = np.zeros(nb, bool)
+        lost[order[np.minimum((np.asarray(qs) * nb).astype(int), nb - 1)]] = True
+        return np.repeat(lost, block)[:n]
     if pattern == "none" or eps <= 0 or n == 0:
         return mask
     if pattern == "random":
@@ -84,8 +106,10 @@ def _data(seed: int):
 
 def train_with_loss(pattern: str, eps: float, *, seed: int = 0, workers: int = 8,
                     batch_per_worker: int = 16, epochs: int = 20, lr: float = 0.05,
-                    block: int = 64) -> list[float]:
-    """Test accuracy after each epoch of one training run (see the module docstring)."""
+                    block: int = 64, profile: Sequence[Sequence[float]] | None = None
+                    ) -> list[float]:
+    """Test accuracy after each epoch of one training run (see the module docstring);
+    ``profile`` is the engine's loss profile for pattern ``engine``."""
     try:
         import torch
     except ImportError:
@@ -113,7 +137,8 @@ def train_with_loss(pattern: str, eps: float, *, seed: int = 0, workers: int = 8
                 torch.nn.functional.cross_entropy(model(xt[sl]), yt[sl]).backward()
                 for t, p in zip(total, params, strict=True):
                     g = p.grad.detach().numpy().ravel()
-                    m = drop_mask(g, block=block, eps=eps, pattern=pattern, rng=rng)
+                    m = drop_mask(g, block=block, eps=eps, pattern=pattern, rng=rng,
+                                  profile=profile)
                     t += torch.from_numpy(np.where(m, 0.0, g).astype(np.float32)
                                           ).view_as(p)
             for t, p in zip(total, params, strict=True):
