@@ -30,6 +30,7 @@ from ..workload import (
     Parallelism,
     Transformer,
     block_compute_time,
+    layered_forward_time,
     stage_parameters,
 )
 from .libra import LibraCollective, LibraLayer, LibraNetwork, Workload
@@ -247,7 +248,7 @@ def workload_from_layered(net: LibraNetwork, model: LayeredModel, device: Device
         if ly.kind == "embedding":
             rows += ly.activation_bytes
             continue
-        t = device.gemm_time(ly.flops * b) + device.memory_time(2 * ly.activation_bytes * b)
+        t = layered_forward_time(ly.flops, ly.activation_bytes, device, b)
         wg = (LibraCollective("allreduce", 2.0 * ly.params, comm),) if ly.params else ()
         layers.append(LibraLayer(ly.name, t, t, t, wg=wg))
     if rows:

@@ -62,9 +62,12 @@ _WHERE = {
     "timeline_events": "trace",
     "write_timeline": "trace",
     "layer_compute": "compute",
+    "stage_extras": "compute",
+    "layered_forward_time": "compute",
 }
 
-__all__ = ["block_compute_time", "layer_compute", "TaskNode", "TaskGraph", "ReplayResult",
+__all__ = ["block_compute_time", "layer_compute", "stage_extras", "layered_forward_time",
+           "TaskNode", "TaskGraph", "ReplayResult",
            "replay", "read_chakra", "write_chakra", "DEVICE_NAMES", "DEVICES", "Device",
            "find_device",
            "CollectiveCoster", "IterationResult", "Task", "pipeline_1f1b", "simulate_iteration",

@@ -16,7 +16,11 @@ from .devices import Device
 from .models import Transformer
 from .parallel import Parallelism
 
-__all__ = ["block_compute_time", "layer_compute"]
+__all__ = ["block_compute_time", "layer_compute", "stage_extras", "layered_forward_time",
+           "ELEMENT_BYTES"]
+
+#: Bytes per activation and gradient element (16-bit training).
+ELEMENT_BYTES = 2
 
 
 def block_compute_time(model: Transformer, par: Parallelism, device: Device) -> float:
@@ -47,3 +51,31 @@ def layer_compute(model: Transformer, par: Parallelism, dev: Device) -> tuple[fl
     rd = t if par.sequence_parallel else 1
     mem = dev.memory_time(2 * b * (rep / rd + split / t + scores / t))
     return mm + attn, mem
+
+
+def stage_extras(model: Transformer, par: Parallelism, device: Device
+                 ) -> tuple[float, float, float]:
+    """Seconds per micro-batch on one rank of what is not a block's forward: the
+    recomputation a block's backward adds (``selective``: the attention core; ``full``:
+    the whole block, :func:`block_compute_time`), the logits on the last stage and the
+    embedding lookup on the first (memory-bound)."""
+    b, s, t = par.micro_batch, model.seq, par.tp
+    recompute = 0.0
+    if par.recompute == "full":
+        recompute = block_compute_time(model, par, device)
+    elif par.recompute == "selective":
+        _, _, scores = model.layer_activation_terms()
+        recompute = (device.gemm_time(b * model.layer_attention_flops() / t)
+                     + device.memory_time(2 * b * scores / t))
+    logit = device.gemm_time(b * model.logit_flops() / t) + device.memory_time(
+        6 * b * s * model.vocab / t)
+    embed = device.memory_time(2 * ELEMENT_BYTES * b * s * model.hidden / t)
+    return recompute, logit, embed
+
+
+def layered_forward_time(flops: float, activation_bytes: float, device: Device,
+                         batch: int) -> float:
+    """Seconds of a layer's forward for ``batch`` samples (``flops`` and output
+    ``activation_bytes`` per sample): its multiplies at the device's efficiency, its
+    output written and read once."""
+    return device.gemm_time(flops * batch) + device.memory_time(2 * activation_bytes * batch)

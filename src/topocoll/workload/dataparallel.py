@@ -27,6 +27,7 @@ from ..cost import CostModel
 from ..errors import InputError
 from ..selection import ScheduleCache
 from ..topology import Topology
+from .compute import layered_forward_time
 from .devices import Device
 from .iteration import BUCKET_BYTES, CollectiveCoster, IterationResult
 from .layered import LayeredModel
@@ -66,7 +67,7 @@ def simulate_dp_iteration(model: LayeredModel, topology: Topology, device: Devic
         if ly.kind == "embedding":
             emb_rows_bytes += ly.activation_bytes
             continue
-        t = device.gemm_time(ly.flops * b) + device.memory_time(2 * ly.activation_bytes * b)
+        t = layered_forward_time(ly.flops, ly.activation_bytes, device, b)
         fwd += t
         bwd += 2 * t
     emb_params = model.parameters - model.dense_parameters

@@ -51,7 +51,7 @@ from ..cost import AlphaBeta, CostModel
 from ..errors import InputError
 from ..selection import ScheduleCache, choose
 from ..topology import Topology
-from .compute import layer_compute
+from .compute import ELEMENT_BYTES, layer_compute, stage_extras
 from .devices import Device
 from .memory import MemoryReport, check_fits, memory_per_gpu, stage_layers, stage_parameters
 from .models import Transformer
@@ -59,8 +59,6 @@ from .parallel import Parallelism, groups
 
 __all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b"]
 
-#: Bytes per activation and gradient element (16-bit training).
-ELEMENT_BYTES = 2
 #: Gradient bucket of the data-parallel overlap (PyTorch DDP's default, 25 MB).
 BUCKET_BYTES = 25e6
 
@@ -288,18 +286,8 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     if model.moe and par.ep > 1:
         ep_block = 2 * cc.time_all("ep alltoall", "alltoall", groups(par, "ep"),
                                    act * model.top_k / t)
-    recompute_extra = 0.0
-    recompute_comm = 0.0
-    if par.recompute == "full":
-        recompute_extra, recompute_comm = f_block, tp_block + ep_block
-    elif par.recompute == "selective":
-        rep, split, scores = model.layer_activation_terms()
-        recompute_extra = (device.gemm_time(b * model.layer_attention_flops() / t)
-                           + device.memory_time(2 * b * scores / t))
-    # logits on the last stage, embedding lookup on the first (memory-bound)
-    logit = device.gemm_time(b * model.logit_flops() / t) + device.memory_time(
-        6 * b * s * model.vocab / t)
-    embed = device.memory_time(2 * act / t)
+    recompute_extra, logit, embed = stage_extras(model, par, device)
+    recompute_comm = tp_block + ep_block if par.recompute == "full" else 0.0
 
     # -- pipeline --------------------------------------------------------------------------
     layers = stage_layers(model, par)

@@ -33,7 +33,7 @@ Examples
 from __future__ import annotations
 
 from ..errors import InputError
-from .compute import layer_compute
+from .compute import ELEMENT_BYTES, block_compute_time, stage_extras
 from .devices import Device
 from .memory import stage_layers, stage_parameters
 from .models import Transformer
@@ -42,8 +42,6 @@ from .taskgraph import TaskGraph, TaskNode
 
 __all__ = ["iteration_graph"]
 
-#: Bytes per activation and gradient element (16-bit training), as the iteration model.
-_ELEMENT = 2
 
 
 def _order(pp: int, st: int, m: int) -> list[tuple[str, int]]:
@@ -71,19 +69,9 @@ def iteration_graph(model: Transformer, par: Parallelism, device: Device) -> Tas
                          item="--parallel")
     b, s, h, t = par.micro_batch, model.seq, model.hidden, par.tp
     m = par.micro_batches
-    act = _ELEMENT * b * s * h
-    mm, mem_t = layer_compute(model, par, device)
-    f_block = mm + mem_t
-    recompute = 0.0
-    if par.recompute == "full":
-        recompute = f_block
-    elif par.recompute == "selective":
-        _, _, scores = model.layer_activation_terms()
-        recompute = (device.gemm_time(b * model.layer_attention_flops() / t)
-                     + device.memory_time(2 * b * scores / t))
-    logit = device.gemm_time(b * model.logit_flops() / t) + device.memory_time(
-        6 * b * s * model.vocab / t)
-    embed = device.memory_time(2 * act / t)
+    act = ELEMENT_BYTES * b * s * h
+    f_block = block_compute_time(model, par, device)
+    recompute, logit, embed = stage_extras(model, par, device)
     layers = stage_layers(model, par)
     tp_of = {r: g for g in groups(par, "tp") for r in g}
     dp_of = {r: g for g in groups(par, "dp") for r in g}
@@ -153,7 +141,7 @@ def iteration_graph(model: Transformer, par: Parallelism, device: Device) -> Tas
                     add("send", f"send grad {j}", peer=pp_of[r][st - 1], size=act / t,
                         tag=2 * j + 1)
         p = stage_parameters(model, par, st)
-        g = _ELEMENT * p
+        g = ELEMENT_BYTES * p
         if par.dp > 1:
             if par.zero >= 1:
                 add("coll", "dp reduce_scatter", collective="reduce_scatter", size=g,
