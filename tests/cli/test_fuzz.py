@@ -396,7 +396,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("train-device", ["train", "--device", "tpu-v9"], 2, "tpu-v9"),
     ("train-recompute", ["train", "--recompute", "some"], 2, "recompute"),
     ("train-zero", ["train", "--zero", "4"], 2, "zero"),
-    ("train-backend", ["train", "-b", "packet"], 2, "backend"),
+    ("train-backend", ["train", "-b", "ns3"], 2, "backend"),
     ("train-seq", ["train", "--seq", "0"], 2, "seq"),
     ("train-batch", ["train", "-t", "dgx:2", "-p", "tp=8,pp=1", "--global-batch", "3"], 2,
      "global_batch"),

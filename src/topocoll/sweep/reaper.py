@@ -50,9 +50,9 @@ def process_tree(root: int) -> dict[int, int]:
     return out
 
 
-def reap_after(driver: int, interval: float = 0.2) -> int:
+def reap_after(driver: int, interval: float = 0.2, ready=None) -> int:
     """Watch ``driver``; when it is gone, kill what was last seen under it. Returns the
-    number of processes killed."""
+    number of processes killed. ``ready`` is called once the first look is taken."""
     me = os.getpid()
     seen: dict[int, int] = {}
     start = _stat(driver)
@@ -60,6 +60,9 @@ def reap_after(driver: int, interval: float = 0.2) -> int:
         tree = process_tree(driver)
         tree.pop(me, None)
         seen.update(tree)
+        if ready is not None:
+            ready()
+            ready = None
         time.sleep(interval)
     killed = 0
     for pid, t0 in seen.items():
@@ -75,13 +78,21 @@ def reap_after(driver: int, interval: float = 0.2) -> int:
 
 def start_reaper():
     """Start a reaper for this process (a ``subprocess.Popen``; terminate it on a normal
-    shutdown)."""
+    shutdown) and return once it is watching (a loaded machine may take seconds to start
+    an interpreter; what the driver starts before then would otherwise go unseen)."""
     import subprocess
 
-    return subprocess.Popen([sys.executable, "-m", "topocoll.sweep.reaper", str(os.getpid())],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    p = subprocess.Popen([sys.executable, "-m", "topocoll.sweep.reaper", str(os.getpid())],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    p.stdout.readline()              # "ready", or "" if the reaper could not start
+    p.stdout.close()
+    return p
 
 
 if __name__ == "__main__":          # pragma: no cover - exercised through start_reaper
-    reap_after(int(sys.argv[1]))
+    def _ready() -> None:
+        print("ready", flush=True)
+        sys.stdout.close()
+
+    reap_after(int(sys.argv[1]), ready=_ready)
