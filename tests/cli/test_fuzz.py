@@ -385,6 +385,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("testbed-bench-size", ["testbed", "bench", *T, "-s", "0B"], 2, "size"),
     ("testbed-bench-kind", ["testbed", "bench", *T, "-c", "allfoo"], 2, "allfoo"),
     ("testbed-timeout", ["testbed", "run", "--timeout", "-1", "--", "true"], 2, "timeout"),
+    ("testbed-dlcp-contend", ["testbed", "dlcp", "--contend", "99"], 2, "contend"),
+    ("testbed-dlcp-contend-self", ["testbed", "dlcp", "--contend", "3"], 2, "contend"),
     # --- train
     ("train-model", ["train", "-m", "gpt5"], 2, "gpt5"),
     ("train-model-field", ["train", "-m", "transformer:hidden=64,heads=4"], 2, "ffn"),

@@ -104,3 +104,15 @@ def test_testbed_up_says_how_link_delay_is_emulated():
     r = run("testbed", "up", "--topology", "line:2,lat=1ms", "--name", name, "--delay", "x",
             code=2)
     assert "--delay must be one of" in r.stderr and "'x'" in r.stderr
+
+
+@needs_root
+def test_testbed_dlcp_contend_puts_two_senders_on_one_port():
+    r = run("testbed", "dlcp", "--contend", "1", "--bands", "--size", "1MB",
+            "--name", TB + "k", "--json")
+    rows = json.loads(r.stdout)
+    assert [(x["src"], x["dst"], x["class"]) for x in rows] == [(0, 3, 1), (1, 3, 6)]
+    assert all(x["bands"] for x in rows)
+    # the engine gives class 1 the port first: about half the time of class 6
+    assert rows[0]["predicted_s"] < 0.6 * rows[1]["predicted_s"]
+    assert rows[0]["measured_s"] < rows[1]["measured_s"]

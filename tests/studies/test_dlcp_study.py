@@ -41,3 +41,35 @@ def test_training_learns_reproducibly_and_loss_changes_the_run():
     assert dl != none and dl[-1] > 0.4
     assert steps_to([0.5, 0.96, 0.97], 0.95, 10) == 20.0
     assert steps_to([0.5], 0.95, 10) == float("inf")
+
+
+def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_path):
+    """The whole study on toy sizes: the main fabric, one larger fabric with a subset of
+    the schemes (the same records as running the engine directly), the convergence grid,
+    time to accuracy, and the artifacts without wall times."""
+    import json
+
+    from topocoll.fabric import run_dlcp
+    from topocoll.studies.dlcp import run_dlcp_study, write_dlcp_study
+    from topocoll.topology.spec import parse_spec
+    from topocoll.workload import LAYERED
+
+    big = "leafspine:leaves=2,spines=2,hosts=4,bw=10Gbps"
+    res = run_dlcp_study(workers=4, iterations=1, epochs=2, seeds=(0,), target=0.5,
+                         topology="leafspine:leaves=2,spines=2,hosts=2,bw=10Gbps",
+                         scale=((8, big),), scale_iterations=1,
+                         scale_schemes=("baseline", "dlcp"), eps_values=(0.1,),
+                         gradient_scale=0.02)
+    assert [r["scheme"] for r in res["scale"][0]["schemes"]] == ["baseline", "dlcp"]
+    direct = run_dlcp(parse_spec(big), LAYERED["resnet50"], workers=8, iterations=1,
+                      seed=1, schemes=("baseline", "dlcp"), scale=0.02)
+    for got, want in zip(res["scale"][0]["schemes"], direct, strict=True):
+        assert got["p50_s"] == want["p50_s"] and got["drops"] == want["drops"]
+        assert "loss_profile" not in got and "lossy_messages" in got
+    assert {t["scheme"] for t in res["time_to_accuracy"]} >= {"baseline", "dlcp"}
+    assert res["wall_s"]["simulation"] >= 0
+    paths = write_dlcp_study(tmp_path, res)
+    assert sorted(p.name for p in paths) == ["dlcp-convergence.png", "dlcp-results.json",
+                                             "dlcp-scale.png"]
+    saved = json.loads((tmp_path / "dlcp-results.json").read_text())
+    assert "wall_s" not in saved and saved["scale"][0]["workers"] == 8

@@ -14,7 +14,7 @@ from topocoll.topology.spec import parse_spec
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2")
 
-from topocoll.testbed.dlcp_peer import compare_message  # noqa: E402
+from topocoll.testbed.dlcp_peer import compare_contended, compare_message  # noqa: E402
 from topocoll.testbed.netns import down, up  # noqa: E402
 
 SPEC = "leafspine:leaves=2,spines=2,hosts=2,bw=50Mbps"
@@ -71,3 +71,32 @@ def test_priority_bands_by_dscp_on_switch_ports():
         assert f"limit {limits[handle - 30]}p" in block
     # the packets were spread over the data classes 1..6 by their DSCP marks
     assert all(sent[b] > 0 for b in range(1, 7)), sent
+
+
+@pytest.mark.parametrize("bands", [True, False], ids=["bands", "fifo"])
+def test_contended_port_agrees_with_the_engine(bands):
+    """Two 2 MB messages into one rank from one instant: with strict-priority bands the
+    class-1 message takes the port first (half the time of the class-6 one), with one
+    FIFO both finish together; the testbed and the engine agree within 25% per message."""
+    from topocoll.sim.queue_policies import SelectiveDrop
+
+    name = f"k{os.getpid()}{int(bands)}"
+    topo = parse_spec(SPEC)
+    limits = tuple(max(1, int(t)) for t in SelectiveDrop(100, queues=8).thresholds)
+    tb = up(topo, name=name, band_limits=limits if bands else None, delay="off")
+    flows = [(0, 3, 2_000_000, 1), (1, 3, 2_000_000, 6)]
+    try:
+        runs = [compare_contended(tb, topo, flows, bands=bands) for _ in range(3)]
+    finally:
+        down(name)
+    for j in range(2):
+        err = statistics.median(run[j]["error"] for run in runs)
+        assert abs(err) <= 0.25, [run[j] for run in runs]
+    hi = statistics.median(run[0]["measured_s"] for run in runs)
+    lo = statistics.median(run[1]["measured_s"] for run in runs)
+    pred_hi, pred_lo = runs[0][0]["predicted_s"], runs[0][1]["predicted_s"]
+    if bands:       # the engine: 0.34 s against 0.67 s; the testbed must show the same order
+        assert pred_hi < 0.6 * pred_lo and hi < 0.7 * lo, (hi, lo)
+    else:           # one FIFO: the two interleave and finish within a few percent
+        assert abs(pred_hi / pred_lo - 1) < 0.05 and abs(hi / lo - 1) < 0.15, (hi, lo)
+    assert all(r["predicted_drops"] == 0 for run in runs for r in run)

@@ -163,19 +163,27 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
                  size: Annotated[str, typer.Option("--size", "-s")] = "2MB",
                  eps: Annotated[str, typer.Option(
                      help="Loss budgets, comma-separated (one run each).")] = "0.02",
-                 window: Annotated[int, typer.Option(help="Packets in flight.")] = 64,
+                 window: Annotated[int | None, typer.Option(
+                     help="Packets in flight (default 64; 32 with --contend, below the "
+                          "last band's limit).")] = None,
                  queue_packets: Annotated[int, typer.Option(
                      help="Queue of every shaped direction (packets).")] = 100,
                  bands: Annotated[bool, typer.Option(
                      "--bands", help="Switch ports as 8 strict-priority bands by DSCP, "
                                      "per-band limits falling from --queue-packets to 30% "
                                      "of it (DLCP's selective dropping).")] = False,
+                 contend: Annotated[int | None, typer.Option(
+                     "--contend", help="A second sender: this rank sends the same size "
+                                       "to --dst from the same instant, every packet in "
+                                       "class 6 against --src's class 1 (reliable; with "
+                                       "--bands the port serves class 1 first).")] = None,
                  name: Annotated[str | None, typer.Option(
                      "--name", help="Testbed id (default: d<process id>, unique).")] = None,
                  as_json: JsonOpt = False) -> None:
     """A bounded-loss gradient message over UDP between two namespaced ranks (DLCP's
-    receiver, DSCP-marked by priority) beside the packet engine's prediction."""
-    from ..testbed.dlcp_peer import compare_message
+    receiver, DSCP-marked by priority) beside the packet engine's prediction; with
+    ``--contend``, two concurrent messages into one port."""
+    from ..testbed.dlcp_peer import compare_contended, compare_message
     from ..testbed.netns import check_name, down, up
 
     M = int(size_opt(size))
@@ -188,12 +196,17 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
             raise InputError(f"{flag} {r}: the topology has ranks 0..{n - 1}", item=flag)
     if src == dst:
         raise InputError("--src and --dst must differ", item="--dst")
+    if contend is not None and (not 0 <= contend < n or contend in (src, dst)):
+        raise InputError(f"--contend {contend}: a rank of 0..{n - 1} other than --src and "
+                         "--dst", item="--contend")
     try:
         budgets = [float(x) for x in eps.split(",")]
     except ValueError:
         raise InputError(f"--eps must be numbers, got {eps!r}", item="--eps") from None
     if any(not 0 <= b < 1 for b in budgets):
         raise InputError(f"--eps values must be in [0, 1), got {eps!r}", item="--eps")
+    if window is None:
+        window = 32 if contend is not None else 64
     if not 1 <= window <= 100_000 or not 2 <= queue_packets <= 100_000:
         raise InputError("--window must be 1..100000 and --queue-packets 2..100000",
                          item="--window")
@@ -209,10 +222,29 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
     tb = up(topo, name=name, spec=topology, queue_packets=queue_packets,
             band_limits=limits, delay="off" if bands else "auto")
     try:
-        rows = [compare_message(tb, topo, src, dst, M, eps=b, window=window,
-                                queue_packets=queue_packets, bands=bands) for b in budgets]
+        if contend is not None:
+            rows = compare_contended(tb, topo, [(src, dst, M, 1), (contend, dst, M, 6)],
+                                     window=window, queue_packets=queue_packets,
+                                     bands=bands)
+        else:
+            rows = [compare_message(tb, topo, src, dst, M, eps=b, window=window,
+                                    queue_packets=queue_packets, bands=bands)
+                    for b in budgets]
     finally:
         down(name)
+    if as_json:
+        print_json(rows)
+        return
+    if contend is not None:
+        table = Table(title=f"two {format_size(M)} messages into rank {dst} on {topo.name}"
+                            f" ({'strict-priority bands' if bands else 'one FIFO'})")
+        for col in ("sender", "class", "measured", "predicted (engine)", "error"):
+            table.add_column(col)
+        for r in rows:
+            table.add_row(str(r["src"]), str(r["class"]), format_time(r["measured_s"]),
+                          format_time(r["predicted_s"]), f"{100 * r['error']:+.1f}%")
+        out.print(table)
+        return
     if as_json:
         print_json(rows)
         return

@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -140,15 +141,16 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
             raise InputError(f"message {m.id}: bad endpoints {m.src} -> {m.dst}",
                              item=f"message {m.id}")
     links = topology.links
-    bw = np.array([lk.bandwidth for lk in links])
-    lat = np.array([lk.latency for lk in links])
-    is_host_port = np.array([lk.src < n for lk in links])
+    # plain lists, not numpy arrays: the loop below touches them a million times
+    bw = [float(lk.bandwidth) for lk in links]
+    lat = [float(lk.latency) for lk in links]
+    is_host_port = [lk.src < n for lk in links]
     paths = paths if paths is not None else shortest_paths(topology)
     byid = {m.id: k for k, m in enumerate(messages)}
     nm = len(messages)
     finish = np.full(nm, np.nan)
     zero = np.zeros(nm, np.int64)
-    drops = np.zeros(8, np.int64)
+    drops = [0] * 8
     recv = [BoundedLossReceiver([p.length for p in m.packets], m.eps) for m in messages]
     waiting = [len(m.deps) for m in messages]
     children: dict[int, list[int]] = {}
@@ -158,12 +160,14 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
                 raise InputError(f"message {m.id} waits for unknown message {d}",
                                  item=f"message {m.id}")
             children.setdefault(byid[d], []).append(k)
-    # per-link queues: class -> deque of packet records; occupancy in bytes
+    # per-link queues: class -> deque of packet records (only non-empty classes kept);
+    # occupancy in bytes
     queues: list[dict[int, deque]] = [dict() for _ in links]
-    occ = np.zeros(len(links), np.int64)
-    busy = np.zeros(len(links), bool)
+    occ = [0] * len(links)
+    busy = [False] * len(links)
     heap: list = []
-    seq = 0
+    heappush, heappop = heapq.heappush, heapq.heappop
+    counter = itertools.count()
     events = 0
     retx = 0
     bg_drops = 0
@@ -179,21 +183,24 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         from .transport_policies import FixedWindow
 
         transport = FixedWindow(window)
+    admit, order = policy.admit, policy.order
     marker = getattr(policy, "mark", None)
+    win, on_ack = transport.window, transport.on_ack
     todo: list[deque] = [deque() for _ in messages]
     inflight = [0] * nm
+    fwd_paths = [paths[(m.src, m.dst)] for m in messages]
     back_lat = [float(sum(lat[x] for x in paths[(m.dst, m.src)][0])) for m in messages]
+    fwd_lat = [sum(lat[x] for x in ps[0]) for ps in fwd_paths]
 
     def push(t, kind, data):
-        nonlocal seq
-        heapq.heappush(heap, (t, seq, kind, data))
-        seq += 1
+        heappush(heap, (t, next(counter), kind, data))
 
-    def path_for(k, m, i):
-        ps = paths[(m.src, m.dst)]
+    def path_for(k, m):
+        ps = fwd_paths[k]
         if spray:
-            j = rr.get((m.src, m.dst), 0)
-            rr[(m.src, m.dst)] = j + 1
+            key = (m.src, m.dst)
+            j = rr.get(key, 0)
+            rr[key] = j + 1
             return ps[j % len(ps)]
         return ps[m.id % len(ps)]
 
@@ -201,12 +208,17 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         # rec: [size, priority, path, hop, kind, msg k, packet i, ECN mark]
         size, pr = rec[0], rec[1]
         if not is_host_port[link]:
-            if not policy.admit(int(occ[link]), size, pr):
+            if not admit(occ[link], size, pr):
                 return False
-            if marker is not None and marker(int(occ[link]), size, pr):
+            if marker is not None and marker(occ[link], size, pr):
                 rec[7] = True
-        cls = policy.order(pr)
-        queues[link].setdefault(cls, deque()).append(rec)
+        cls = order(pr)
+        q = queues[link]
+        d = q.get(cls)
+        if d is None:
+            q[cls] = deque((rec,))
+        else:
+            d.append(rec)
         occ[link] += size
         if not busy[link]:
             start_tx(t, link)
@@ -217,12 +229,13 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         if not q:
             busy[link] = False
             return
-        cls = min(c for c, d in q.items() if d)
-        rec = q[cls].popleft()
-        if not q[cls]:
+        cls = min(q)
+        d = q[cls]
+        rec = d.popleft()
+        if not d:
             del q[cls]
         busy[link] = True
-        push(t + rec[0] / bw[link], 0, (link, rec))
+        heappush(heap, (t + rec[0] / bw[link], next(counter), 0, (link, rec)))
 
     def send_round(t, k, idxs):
         pending[k] = len(idxs)
@@ -232,12 +245,14 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
 
     def pump(t, k):
         m = messages[k]
-        while todo[k] and inflight[k] < transport.window(k):
-            i = todo[k].popleft()
-            p = m.packets[i]
-            rec = [p.length + HEADER_BYTES, p.priority, path_for(k, m, i), 0, "g", k, i,
+        tk = todo[k]
+        packets = m.packets
+        while tk and inflight[k] < win(k):
+            i = tk.popleft()
+            p = packets[i]
+            rec = [p.length + HEADER_BYTES, p.priority, path_for(k, m), 0, "g", k, i,
                    False]
-            if not todo[k]:
+            if not tk:
                 round_end[k] = (i, t)
             inflight[k] += 1
             enqueue(t, rec[2][0], rec)
@@ -251,7 +266,8 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         # the slot frees when the (N)ACK is back, echoing the mark
         push(t + back_lat[k], 6, (k, marked, delivered))
         pending[k] -= 1
-        last_resolved[k] = max(last_resolved[k], t)
+        if t > last_resolved[k]:
+            last_resolved[k] = t
         if delivered:
             recv[k].receive(i)
             if i == round_end[k][0]:
@@ -278,9 +294,8 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
                 if waiting[c] == 0:
                     push(max(t, messages[c].start), 1, c)
             return
-        back = sum(lat[x] for x in paths[(m.src, m.dst)][0])
         retx += sum(m.packets[i].length for i in missing)
-        push(t + back, 3, (k, missing))
+        push(t + fwd_lat[k], 3, (k, missing))
 
     for k, m in enumerate(messages):
         if waiting[k] == 0:
@@ -293,26 +308,33 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
             p = ps[int(rng.integers(len(ps)))]
             push(b.start, 4, [size, b.priority, p, 0, "b", -1, j, False])
     while heap:
-        t, _, kind, data = heapq.heappop(heap)
+        t, _, kind, data = heappop(heap)
         events += 1
         if kind == 0:                       # a port finished serializing a packet
             link, rec = data
             occ[link] -= rec[0]
             start_tx(t, link)
-            push(t + lat[link], 5, rec)
+            heappush(heap, (t + lat[link], next(counter), 5, rec))
         elif kind == 5:                     # arrival at the next node
             rec = data
-            rec[3] += 1
-            if rec[3] == len(rec[2]):
+            hop = rec[3] + 1
+            rec[3] = hop
+            path = rec[2]
+            if hop == len(path):
                 if rec[4] == "g":
                     resolve(t, rec[5], rec[6], True, rec[7])
                 continue
-            if not enqueue(t, rec[2][rec[3]], rec):
+            if not enqueue(t, path[hop], rec):
                 if rec[4] == "g":
                     drops[min(rec[1], 7)] += 1
                     resolve(t, rec[5], rec[6], False)
                 else:
                     bg_drops += 1
+        elif kind == 6:
+            k, marked, delivered = data
+            inflight[k] -= 1
+            on_ack(k, marked, delivered)
+            pump(t, k)
         elif kind == 1:
             release(t, data)
         elif kind == 2:
@@ -322,13 +344,9 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
             send_round(t, k, list(missing))
         elif kind == 4:
             enqueue(t, data[2][0], data)
-        elif kind == 6:
-            k, marked, delivered = data
-            inflight[k] -= 1
-            transport.on_ack(k, marked, delivered)
-            pump(t, k)
     if np.isnan(finish).any():
         k = int(np.flatnonzero(np.isnan(finish))[0])
         raise InputError(f"message {messages[k].id} never completed (a dependency cycle?)",
                          item=f"message {messages[k].id}")
-    return EngineResult(finish, zero, int(retx), drops, bg_drops, events, tuple(lost))
+    return EngineResult(finish, zero, int(retx), np.array(drops, np.int64), bg_drops, events,
+                        tuple(lost))

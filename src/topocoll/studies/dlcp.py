@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +16,16 @@ from ..topology.spec import parse_spec
 from ..workload import LAYERED
 from .dlcp_convergence import run_convergence, train_with_loss
 
-__all__ = ["STUDY_TOPOLOGY", "run_dlcp_study", "write_dlcp_study", "steps_to"]
+__all__ = ["STUDY_TOPOLOGY", "SCALE", "SCALE_SCHEMES", "run_dlcp_study", "write_dlcp_study",
+           "steps_to"]
 
 STUDY_TOPOLOGY = "leafspine:leaves=4,spines=2,hosts=4,bw=10Gbps"
+#: the larger fabrics (workers, topology), non-blocking like the main one: 10 Gb/s hosts,
+#: 20 Gb/s uplinks
+SCALE = ((32, "leafspine:leaves=8,spines=2,hosts=4,bw=10Gbps"),
+         (64, "leafspine:leaves=8,spines=4,hosts=8,bw=10Gbps"))
+#: the schemes run at scale: both baselines, the two flow-level steps and the full stack
+SCALE_SCHEMES = ("baseline", "dctcp", "layer_priority", "spray", "dlcp")
 
 
 def steps_to(accuracy: list[float], target: float, steps_per_epoch: int) -> float:
@@ -31,20 +38,39 @@ def steps_to(accuracy: list[float], target: float, steps_per_epoch: int) -> floa
 
 def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iterations: int = 5,
                    seed: int = 1, epochs: int = 20, seeds: tuple[int, ...] = (0, 1, 2),
-                   target: float = 0.95, progress: Callable[[str], None] | None = None) \
-        -> dict:
-    """The engine's schemes, the convergence grid and time to ``target`` accuracy, with
-    the wall time of each part (simulation and training)."""
+                   target: float = 0.95, topology: str = STUDY_TOPOLOGY,
+                   scale: Sequence[tuple[int, str]] = SCALE, scale_iterations: int = 2,
+                   scale_schemes: Sequence[str] = SCALE_SCHEMES,
+                   eps_values: Sequence[float] = (0.005, 0.01, 0.02, 0.05, 0.1),
+                   gradient_scale: float = 1.0,
+                   progress: Callable[[str], None] | None = None) -> dict:
+    """The engine's schemes on ``topology``, the same at the larger ``scale`` (fewer
+    schemes and iterations: the engine is pure Python, about 25 s per scheme-iteration
+    at 64 workers), the convergence grid and time to ``target`` accuracy, with the wall
+    time of each part (simulation and training). ``gradient_scale`` shrinks the model's
+    gradients (tests)."""
     t0 = time.perf_counter()
-    topo = parse_spec(STUDY_TOPOLOGY)
-    schemes = run_dlcp(topo, LAYERED["resnet50"], workers=workers,
-                       background_load=background_load, iterations=iterations, seed=seed,
+    topo = parse_spec(topology)
+    model = LAYERED["resnet50"]
+    schemes = run_dlcp(topo, model, workers=workers, background_load=background_load,
+                       iterations=iterations, seed=seed, scale=gradient_scale,
                        progress=progress)
+    at_scale = []
+    for w, spec in scale:
+        rows = run_dlcp(parse_spec(spec), model, workers=w,
+                        background_load=background_load, iterations=scale_iterations,
+                        seed=seed, schemes=scale_schemes, scale=gradient_scale,
+                        progress=None if progress is None else
+                        (lambda msg, w=w: progress(f"{w} workers: {msg}")))
+        for r in rows:
+            r.update(profile_summary(r.pop("loss_profile")))
+        at_scale.append({"workers": w, "topology": spec, "iterations": scale_iterations,
+                         "schemes": rows})
     t_sim = time.perf_counter() - t0
     t0 = time.perf_counter()
     if progress is not None:
         progress("convergence")
-    conv = run_convergence(seeds=seeds, epochs=epochs)
+    conv = run_convergence(eps_values=eps_values, seeds=seeds, epochs=epochs)
     # 1,437 training images, 8 workers x 16 per step
     spe = 1437 // (8 * 16)
     tta = []
@@ -62,11 +88,12 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
     for s in schemes:         # the profile trained with; its summary stays in the record
         s.update(profile_summary(s.pop("loss_profile")))
     t_train = time.perf_counter() - t0
-    return {"setup": {"topology": STUDY_TOPOLOGY, "model": "resnet50", "workers": workers,
+    return {"setup": {"topology": topology, "model": "resnet50", "workers": workers,
                       "background_load": background_load, "iterations": iterations,
                       "seed": seed, "epochs": epochs, "seeds": list(seeds),
-                      "target": target},
-            "schemes": schemes, "convergence": conv, "time_to_accuracy": tta,
+                      "target": target, "gradient_scale": gradient_scale},
+            "schemes": schemes, "scale": at_scale, "convergence": conv,
+            "time_to_accuracy": tta,
             "wall_s": {"simulation": round(t_sim), "training": round(t_train)}}
 
 
@@ -109,4 +136,29 @@ def write_dlcp_study(directory: str | Path, res: dict) -> list[Path]:
     pp = d / "dlcp-convergence.png"
     fig.savefig(pp, dpi=100, metadata={"Software": None})
     plt.close(fig)
-    return [pj, pp]
+    out = [pj, pp]
+    if res.get("scale"):
+        out.append(_scale_figure(plt, d, res))
+    return out
+
+
+def _scale_figure(plt, d: Path, res: dict) -> Path:
+    """p50 iteration communication time per scheme against the number of workers."""
+    sets = [(res["setup"]["workers"], res["schemes"])] + \
+        [(s["workers"], s["schemes"]) for s in res["scale"]]
+    names = [r["scheme"] for r in sets[-1][1]]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name in names:
+        pts = [(w, r["p50_s"] * 1e3) for w, rows in sets for r in rows
+               if r["scheme"] == name]
+        ax.plot([w for w, _ in pts], [y for _, y in pts], "o-", label=name)
+    ax.set_xlabel("workers")
+    ax.set_ylabel("p50 iteration communication (ms)")
+    ax.set_xticks([w for w, _ in sets])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = d / "dlcp-scale.png"
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return path

@@ -29,7 +29,8 @@ import time
 from ..sim.bounded_loss import BoundedLossReceiver
 from .netns import Testbed, TestbedError
 
-__all__ = ["run_message", "compare_message", "receiver", "sender", "main"]
+__all__ = ["run_message", "run_messages", "compare_message", "compare_contended", "receiver",
+           "sender", "main"]
 
 _HDR = struct.Struct("!BIIBB")          # kind, index, round, last, priority
 DATA, ACK, NACK, DONE = 1, 2, 3, 4
@@ -45,10 +46,15 @@ def _priority(i: int, n: int) -> int:
     return 1 + (6 * i) // max(n, 1)
 
 
+def _classes(n: int, cls: int) -> list[int]:
+    """Every packet's class: ``cls`` for all of them, or by position when ``cls < 0``."""
+    return [cls if cls >= 0 else _priority(i, n) for i in range(n)]
+
+
 def receiver(addr: str, port: int, nbytes: int, payload: int, eps: float,
-             tail_timer: float, timeout: float) -> dict:
+             tail_timer: float, timeout: float, cls: int = -1) -> dict:
     sizes = _sizes(nbytes, payload)
-    pr = [_priority(i, len(sizes)) for i in range(len(sizes))]
+    pr = _classes(len(sizes), cls)
     r = BoundedLossReceiver(sizes, eps)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
@@ -91,9 +97,10 @@ def receiver(addr: str, port: int, nbytes: int, payload: int, eps: float,
 
 
 def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: float,
-           timeout: float) -> dict:
+           timeout: float, cls: int = -1, start_at: float = 0.0) -> dict:
     sizes = _sizes(nbytes, payload)
     n = len(sizes)
+    pr = _classes(n, cls)
     socks = {}
     for c in range(8):
         sk = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -106,18 +113,27 @@ def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: fl
     todo = list(range(n))
     inflight: set[int] = set()
     rnd, sent_bytes = 1, 0
-    t0 = time.perf_counter()
+    if start_at > 0:                    # a common start for concurrent senders
+        while (wait := start_at - time.time()) > 0:
+            time.sleep(min(wait, 0.05))
+        t0 = time.perf_counter() - (time.time() - start_at)
+    else:
+        t0 = time.perf_counter()
     last_heard = time.monotonic()
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         while todo and len(inflight) < window:
             i = todo.pop(0)
-            c = _priority(i, n)
+            c = pr[i]
             try:
                 socks[c].send(_HDR.pack(DATA, i, rnd, int(not todo), c) + body[:sizes[i]])
             except BlockingIOError:
                 todo.insert(0, i)
                 break
+            except ConnectionRefusedError:
+                # an ICMP error from a send after the receiver finished: its DONE is on
+                # the way (or lost, then the RTO repeats); the packet counts as sent
+                pass
             inflight.add(i)
             sent_bytes += sizes[i]
         ready, _, _ = select.select(list(socks.values()), [], [], rto / 4)
@@ -147,41 +163,64 @@ def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: fl
     return {"elapsed_s": None}
 
 
-def run_message(tb: Testbed, src: int, dst: int, nbytes: int, *, payload: int = 1400,
-                eps: float = 0.02, window: int = 64, tail_timer: float = 5e-3,
-                rto: float = 0.2, port: int = 29711, timeout: float = 120.0) -> dict:
-    """Send one ``nbytes`` message from rank ``src`` to rank ``dst`` of testbed ``tb``;
-    returns the sender's and the receiver's JSON records.
+def run_messages(tb: Testbed, flows, *, payload: int = 1400, eps: float = 0.02,
+                 window: int = 64, tail_timer: float = 5e-3, rto: float = 0.2,
+                 port: int = 29711, timeout: float = 120.0, lead: float = 2.0) -> list[dict]:
+    """Send concurrent messages on testbed ``tb``, ``flows`` as ``(src, dst, nbytes,
+    cls)`` (``cls`` the DSCP class of every packet, or -1 for classes by position): one
+    receiver per message (UDP port ``port + j``), all senders starting at one wall-clock
+    instant ``lead`` seconds after the receivers are ready (with one flow, at once); each
+    sender's elapsed time counts from that instant. Returns per message the sender's and
+    the receiver's JSON records.
 
     Raises
     ------
     TestbedError
-        If a peer fails or the message does not complete in ``timeout``.
+        If a peer fails or a message does not complete in ``timeout``.
     """
-    addr = tb.rank_addr[dst]
-    rx = subprocess.Popen(["ip", "netns", "exec", tb.ns(dst), sys.executable, "-m",
-                           "topocoll.testbed.dlcp_peer", "recv", addr, str(port), str(nbytes),
-                           str(payload), str(eps), str(tail_timer), str(timeout)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rxs, txs = [], []
     try:
-        if rx.stdout.readline().strip() != "ready":
-            raise TestbedError(f"the DLCP receiver on rank {dst} did not start: "
-                               f"{rx.stderr.read()[-300:]}")
-        tx = subprocess.run(["ip", "netns", "exec", tb.ns(src), sys.executable, "-m",
-                             "topocoll.testbed.dlcp_peer", "send", addr, str(port),
-                             str(nbytes), str(payload), str(window), str(rto), str(timeout)],
-                            capture_output=True, text=True, timeout=timeout + 30)
-        if tx.returncode:
-            raise TestbedError(f"the DLCP sender on rank {src} failed: {tx.stderr[-300:]}")
-        rec = json.loads(tx.stdout.strip().splitlines()[-1])
-        got = json.loads(rx.communicate(timeout=timeout + 30)[0].strip().splitlines()[-1])
-        if rec.get("elapsed_s") is None or not got.get("complete"):
-            raise TestbedError(f"the message from rank {src} to rank {dst} did not complete")
-        return {"sender": rec, "receiver": got}
+        for j, (_, dst, nbytes, cls) in enumerate(flows):
+            rxs.append(subprocess.Popen(
+                ["ip", "netns", "exec", tb.ns(dst), sys.executable, "-m",
+                 "topocoll.testbed.dlcp_peer", "recv", tb.rank_addr[dst], str(port + j),
+                 str(nbytes), str(payload), str(eps), str(tail_timer), str(timeout),
+                 str(cls)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for (_, dst, _, _), rx in zip(flows, rxs, strict=True):
+            if rx.stdout.readline().strip() != "ready":
+                raise TestbedError(f"the DLCP receiver on rank {dst} did not start: "
+                                   f"{rx.stderr.read()[-300:]}")
+        start_at = time.time() + lead if len(flows) > 1 else 0.0
+        for j, (src, dst, nbytes, cls) in enumerate(flows):
+            txs.append(subprocess.Popen(
+                ["ip", "netns", "exec", tb.ns(src), sys.executable, "-m",
+                 "topocoll.testbed.dlcp_peer", "send", tb.rank_addr[dst], str(port + j),
+                 str(nbytes), str(payload), str(window), str(rto), str(timeout), str(cls),
+                 repr(start_at)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True))
+        out = []
+        for (src, dst, _, _), tx, rx in zip(flows, txs, rxs, strict=True):
+            so, se = tx.communicate(timeout=timeout + lead + 30)
+            if tx.returncode:
+                raise TestbedError(f"the DLCP sender on rank {src} failed: {se[-300:]}")
+            rec = json.loads(so.strip().splitlines()[-1])
+            got = json.loads(rx.communicate(timeout=timeout + 30)[0].strip().splitlines()[-1])
+            if rec.get("elapsed_s") is None or not got.get("complete"):
+                raise TestbedError(f"the message from rank {src} to rank {dst} did not "
+                                   "complete")
+            out.append({"sender": rec, "receiver": got})
+        return out
     finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.wait()
+        for p in rxs + txs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def run_message(tb: Testbed, src: int, dst: int, nbytes: int, **kw) -> dict:
+    """One message from rank ``src`` to rank ``dst`` (:func:`run_messages` with one flow,
+    classes by position)."""
+    return run_messages(tb, [(src, dst, nbytes, -1)], **kw)[0]
 
 
 def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
@@ -216,13 +255,63 @@ def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
             "rounds": got["receiver"]["rounds"]}
 
 
+def compare_contended(tb: Testbed, topology, flows, *, payload: int = 1400,
+                      eps: float = 0.0, window: int = 32, queue_packets: int = 100,
+                      tail_timer: float = 1.0, rto: float = 2.0,
+                      bands: bool = True) -> list[dict]:
+    """Concurrent messages ``flows`` (``(src, dst, nbytes, cls)``, every packet of a
+    message in class ``cls``) measured on the testbed from one common start, beside the
+    packet engine's prediction for the same messages: switch ports as strict-priority
+    bands (``bands``, the engine's :class:`~topocoll.sim.queue_policies.SelectiveDrop`
+    with the same thresholds) or one drop-tail FIFO of ``queue_packets`` packets.
+
+    The engine's selective dropping counts one shared buffer where the testbed's bands
+    each have their own limit; keep ``window`` below the lowest band's limit (the
+    default 32 against 100-packet ports, whose last band holds 30) and nothing drops, so
+    the two differ only in how the port is shared. A message of a low class is starved
+    while a higher one passes: the receiver's ``tail_timer`` and the sender's ``rto``
+    (silence before giving up on the rest of a round) must outlast that, or the testbed
+    resends what was only waiting (the engine's timers start at a known end of round)."""
+    from ..sim.dlcp_engine import Message, simulate_messages
+    from ..sim.gradient_packets import GradientPacket
+    from ..sim.queue_policies import DropTail, SelectiveDrop
+
+    got = run_messages(tb, flows, payload=payload, eps=eps, window=window,
+                       tail_timer=tail_timer, rto=rto)
+    msgs = []
+    for j, (src, dst, nbytes, cls) in enumerate(flows):
+        sizes = _sizes(nbytes, payload)
+        pr = _classes(len(sizes), cls)
+        msgs.append(Message(j, src, dst, tuple(
+            GradientPacket(j, 0, i * payload, ln, pr[i]) for i, ln in enumerate(sizes)),
+            eps=eps))
+    buf = queue_packets * (payload + 64)
+    policy = SelectiveDrop(buf, queues=8) if bands else DropTail(buf)
+    e = simulate_messages(topology, msgs, policy, window=window, payload=payload,
+                          tail_timer=tail_timer)
+    rows = []
+    for j, ((src, dst, nbytes, cls), g) in enumerate(zip(flows, got, strict=True)):
+        meas, pred = g["sender"]["elapsed_s"], float(e.finish[j])
+        rows.append({"src": src, "dst": dst, "bytes": nbytes, "class": cls,
+                     "bands": bands, "measured_s": meas, "predicted_s": pred,
+                     "error": meas / pred - 1,
+                     "measured_retransmitted_bytes": g["sender"]["sent_bytes"] - nbytes,
+                     "predicted_drops": int(e.drops.sum())})
+    return rows
+
+
 def main(argv: list[str]) -> int:
     if argv[0] == "recv":
         a, p, nb, pay, eps, tail, to = argv[1:8]
-        out = receiver(a, int(p), int(nb), int(pay), float(eps), float(tail), float(to))
+        cls = int(argv[8]) if len(argv) > 8 else -1
+        out = receiver(a, int(p), int(nb), int(pay), float(eps), float(tail), float(to),
+                       cls)
     else:
         a, p, nb, pay, win, rto, to = argv[1:8]
-        out = sender(a, int(p), int(nb), int(pay), int(win), float(rto), float(to))
+        cls = int(argv[8]) if len(argv) > 8 else -1
+        start_at = float(argv[9]) if len(argv) > 9 else 0.0
+        out = sender(a, int(p), int(nb), int(pay), int(win), float(rto), float(to), cls,
+                     start_at)
     print(json.dumps(out), flush=True)
     return 0
 
