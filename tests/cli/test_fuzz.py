@@ -438,6 +438,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("dlcp-scheme", ["dlcp", "--schemes", "baseline,magic"], 2, "magic"),
     ("dlcp-workers", ["dlcp", "--workers", "99"], 2, "workers"),
     ("dlcp-load", ["dlcp", "--background-load", "1.5"], 2, "background"),
+    ("dlcp-background-class", ["dlcp", "--background-class", "9"], 2, "background class"),
     ("dlcp-eps", ["dlcp", "--eps", "0"], 2, "eps"),
     ("dlcp-iterations", ["dlcp", "--iterations", "0"], 2, "iterations"),
     ("dlcp-window", ["dlcp", "--window", "0"], 2, "window"),

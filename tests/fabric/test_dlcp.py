@@ -166,3 +166,21 @@ def test_engine_pattern_trains_with_the_engines_drops():
                          profile=[[], []]).any()
     with pytest.raises(InputError):
         drop_mask(g, block=2, eps=0.0, pattern="engine", rng=rng, profile=None)
+
+
+def test_background_below_every_gradient_class_yields_to_layer_priority():
+    """Background in class 7 (below the gradients' 1-6) under layer priority: gradients
+    see an almost empty fabric, faster than with background in class 4 between them; the
+    FIFO baseline does not care about classes (the same run)."""
+    t = parse_spec(TOPO)
+    kw = dict(workers=4, iterations=1, seed=1, background_load=0.6, scale=0.2,
+              buffer=300_000, schemes=("baseline", "layer_priority"))
+    mid = run_dlcp(t, LAYERED["resnet50"], background_class=4, **kw)
+    low = run_dlcp(t, LAYERED["resnet50"], background_class=7, **kw)
+    assert low[0]["p50_s"] == mid[0]["p50_s"]
+    assert low[1]["p50_s"] < mid[1]["p50_s"] and low[1]["drops"] <= mid[1]["drops"]
+    with pytest.raises(InputError) as e:
+        run_dlcp(t, LAYERED["resnet50"], workers=4, background_class=0)
+    assert e.value.item == "--background-class"
+    bg = background_flows(4, 1.25e9, 0.5, 0.1, np.random.default_rng(0), priority=7)
+    assert bg and {b.priority for b in bg} == {7}

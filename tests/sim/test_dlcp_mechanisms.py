@@ -121,3 +121,36 @@ def test_losses_beyond_the_budget_are_retransmitted_and_within_it_zero_filled():
         simulate_messages(t, [Message(0, 0, 0, ())], DropTail(1000))
     with pytest.raises(InputError):
         simulate_messages(t, chain[1:], DropTail(1000))
+
+
+def test_band_limits_keep_a_class_of_its_own_under_a_burst_of_another():
+    """Two hosts into one port at twice its rate: with a FIFO per band, class 1 finishes
+    in the time it would take alone and only class 6 drops (its band fills while it is
+    starved); with one shared buffer (strict priority, drop-tail) the class-6 burst
+    already queued takes room that class 1 then lacks."""
+    from topocoll.sim.gradient_packets import GradientPacket
+    from topocoll.sim.queue_policies import BandLimits
+
+    t = parse_spec("leafspine:leaves=2,spines=2,hosts=2,bw=50Mbps")
+    size = 1400 + 64
+
+    def msg(k, src, cls, start=0.0):
+        return Message(k, src, 3, tuple(GradientPacket(k, 0, i * 1400, 1400, cls)
+                                        for i in range(400)), start=start)
+
+    bands = BandLimits((50 * size,) * 2 + (10 * size,) * 6)
+    alone = simulate_messages(t, [msg(0, 0, 1)], bands, window=100, rto=1e-3)
+    both = simulate_messages(t, [msg(0, 0, 1), msg(1, 1, 6)], bands, window=100, rto=1e-3)
+    assert alone.drops.sum() == 0
+    assert both.drops[1] == 0 and both.drops[6] > 0
+    assert both.finish[0] == pytest.approx(alone.finish[0], rel=0.01)
+    assert both.finish[1] > 1.9 * both.finish[0]        # it waited for the port
+    # one shared buffer of the same total: class 6 arrives first and fills it
+    shared = simulate_messages(t, [msg(0, 0, 1, start=2e-3), msg(1, 1, 6)],
+                               StrictPriority(60 * size), window=100, rto=1e-3)
+    assert shared.drops[1] > 0
+    per_band = simulate_messages(t, [msg(0, 0, 1, start=2e-3), msg(1, 1, 6)], bands,
+                                 window=100, rto=1e-3)
+    assert per_band.drops[1] == 0
+    with pytest.raises(InputError):
+        BandLimits((0, 10))

@@ -59,7 +59,8 @@ def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_pat
                          topology="leafspine:leaves=2,spines=2,hosts=2,bw=10Gbps",
                          scale=((8, big),), scale_iterations=1,
                          scale_schemes=("baseline", "dlcp"), eps_values=(0.1,),
-                         gradient_scale=0.02)
+                         gradient_scale=0.02, low_background_iterations=1,
+                         jumbo_iterations=1)
     assert [r["scheme"] for r in res["scale"][0]["schemes"]] == ["baseline", "dlcp"]
     direct = run_dlcp(parse_spec(big), LAYERED["resnet50"], workers=8, iterations=1,
                       seed=1, schemes=("baseline", "dlcp"), scale=0.02)
@@ -67,6 +68,10 @@ def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_pat
         assert got["p50_s"] == want["p50_s"] and got["drops"] == want["drops"]
         assert "loss_profile" not in got and "lossy_messages" in got
     assert {t["scheme"] for t in res["time_to_accuracy"]} >= {"baseline", "dlcp"}
+    low = res["low_background"]
+    assert low["background_class"] == 7 and len(low["schemes"]) == len(res["schemes"])
+    assert [r["scheme"] for r in res["jumbo"]["schemes"]] == ["spray", "selective_drop",
+                                                               "dlcp"]
     assert res["wall_s"]["simulation"] >= 0
     paths = write_dlcp_study(tmp_path, res)
     assert sorted(p.name for p in paths) == ["dlcp-convergence.png", "dlcp-results.json",

@@ -57,7 +57,7 @@ def test_priority_bands_by_dscp_on_switch_ports():
     limits = (40, 40, 34, 28, 22, 16, 10, 10)
     tb = up(topo, name=name, band_limits=limits, delay="off")
     try:
-        row = compare_message(tb, topo, 0, 3, 1_000_000, eps=0.02, bands=True)
+        row = compare_message(tb, topo, 0, 3, 1_000_000, eps=0.02, bands=limits)
         # rank 3 hangs off leaf switch 5: its port towards rank 3 has the bands
         qd = subprocess.run(["tc", "-n", tb.ns(5), "-s", "qdisc", "show", "dev", "e3"],
                             capture_output=True, text=True).stdout
@@ -78,11 +78,11 @@ def test_contended_port_agrees_with_the_engine(bands):
     """Two 2 MB messages into one rank from one instant: with strict-priority bands the
     class-1 message takes the port first (half the time of the class-6 one), with one
     FIFO both finish together; the testbed and the engine agree within 25% per message."""
-    from topocoll.sim.queue_policies import SelectiveDrop
+    from topocoll.testbed.dlcp_peer import band_limits
 
     name = f"k{os.getpid()}{int(bands)}"
     topo = parse_spec(SPEC)
-    limits = tuple(max(1, int(t)) for t in SelectiveDrop(100, queues=8).thresholds)
+    limits = band_limits(100)
     tb = up(topo, name=name, band_limits=limits if bands else None, delay="off")
     flows = [(0, 3, 2_000_000, 1), (1, 3, 2_000_000, 6)]
     try:

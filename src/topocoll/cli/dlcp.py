@@ -24,11 +24,14 @@ def dlcp(
     workers: Annotated[int, typer.Option(help="Workers (the first hosts).")] = 16,
     background_load: Annotated[float, typer.Option(
         help="Background traffic per host, fraction of its link.")] = 0.5,
+    background_class: Annotated[int, typer.Option(
+        help="Class of the background (1-7; gradients use 1-6, lower is served "
+             "first).")] = 4,
     iterations: Annotated[int, typer.Option(help="Iterations per scheme.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of background and magnitudes.")] = 0,
     schemes: Annotated[str | None, typer.Option(
-        help="Comma-separated subset of baseline, layer_priority, spray, packet_priority, "
-             "selective_drop, dlcp (default: all, in that order).")] = None,
+        help="Comma-separated subset of baseline, dctcp, layer_priority, spray, "
+             "packet_priority, selective_drop, dlcp (default: all, in that order).")] = None,
     eps: Annotated[float, typer.Option(help="Loss budget of a push (fraction).")] = 0.02,
     buffer: Annotated[str, typer.Option(help="Switch port buffer.")] = "1MiB",
     payload: Annotated[str, typer.Option(help="Bytes of gradient per packet.")] = "64KiB",
@@ -70,13 +73,15 @@ def dlcp(
         recs = run_dlcp(t, LAYERED[name], workers=workers, background_load=background_load,
                         iterations=iterations, seed=seed, schemes=chosen, eps=eps,
                         buffer=buf, payload=pay, window=window, pattern=pattern,
+                        background_class=background_class,
                         progress=lambda s: bar.update(task, advance=1, description=s))
     from ..fabric import profile_summary
 
     for r in recs:            # the raw profile is for training; its summary is printed
         r.update(profile_summary(r.pop("loss_profile")))
     rec = {"topology": t.name, "model": name, "workers": workers,
-           "background_load": background_load, "iterations": iterations, "seed": seed,
+           "background_load": background_load, "background_class": background_class,
+           "iterations": iterations, "seed": seed,
            "eps": eps, "buffer": buf, "payload": pay, "window": window, "pattern": pattern,
            "schemes": recs}
     if as_json:

@@ -183,7 +183,7 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
     """A bounded-loss gradient message over UDP between two namespaced ranks (DLCP's
     receiver, DSCP-marked by priority) beside the packet engine's prediction; with
     ``--contend``, two concurrent messages into one port."""
-    from ..testbed.dlcp_peer import compare_contended, compare_message
+    from ..testbed.dlcp_peer import band_limits, compare_contended, compare_message
     from ..testbed.netns import check_name, down, up
 
     M = int(size_opt(size))
@@ -212,13 +212,8 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
                          item="--window")
     if not 0 < M <= 1 << 30:
         raise InputError(f"--size must be 1 B .. 1 GiB, got {size}", item="--size")
-    from ..sim.queue_policies import SelectiveDrop
-
     name = name or f"d{os.getpid()}"
-    limits = None
-    if bands:
-        th = SelectiveDrop(queue_packets, queues=8).thresholds
-        limits = tuple(max(1, int(t)) for t in th)
+    limits = band_limits(queue_packets) if bands else None
     tb = up(topo, name=name, spec=topology, queue_packets=queue_packets,
             band_limits=limits, delay="off" if bands else "auto")
     try:

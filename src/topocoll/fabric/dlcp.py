@@ -213,9 +213,10 @@ def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
 
 
 def background_flows(hosts: int, bandwidth: float, load: float, window: float,
-                     rng: np.random.Generator, mean_bytes: float = 1e6) -> list[Background]:
+                     rng: np.random.Generator, mean_bytes: float = 1e6,
+                     priority: int = _BG_CLASS) -> list[Background]:
     """Poisson arrivals at every host over ``window`` seconds, ``load`` of ``bandwidth``
-    on average, exponential sizes, random destinations."""
+    on average, exponential sizes, random destinations, in class ``priority``."""
     if load <= 0:
         return []
     rate = load * bandwidth / mean_bytes
@@ -226,7 +227,7 @@ def background_flows(hosts: int, bandwidth: float, load: float, window: float,
             d = int(rng.integers(hosts - 1))
             d += d >= h
             out.append(Background(float(t), h, d, max(1, int(rng.exponential(mean_bytes))),
-                                  _BG_CLASS))
+                                  priority))
             t += rng.exponential(1 / rate)
     return out
 
@@ -278,6 +279,7 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
              payload: int = 64 * 1024, bucket: float = 25e6, scale: float = 1.0,
              tail_timer: float = 50e-6, rto: float = 1e-3, window: int = 2,
              pattern: str = "ps", mark: int | None = None,
+             background_class: int = _BG_CLASS,
              progress: Callable[[str], None] | None = None) -> list[dict]:
     """One record per scheme: ``scheme``, ``p50_s`` and ``p99_s`` of the iteration
     communication time, ``loss_fraction`` (pushed bytes taken as zero), mean
@@ -285,7 +287,9 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
     ``iterations_s`` and ``loss_profile`` (:func:`loss_profile` of every iteration).
     Iteration ``i`` uses the same background and magnitudes under every scheme (seeded
     by ``seed`` and ``i``). ``scale`` shrinks the gradients (tests); ``mark`` is the ECN
-    threshold of the ``dctcp`` scheme in bytes (default: a fifth of ``buffer``)."""
+    threshold of the ``dctcp`` scheme in bytes (default: a fifth of ``buffer``);
+    ``background_class`` the class of the background traffic (1-7; the gradients' classes
+    are 1-6 by layer and magnitude)."""
     for s in schemes:
         if s not in SCHEMES:
             raise InputError(f"unknown scheme {s!r} (known: {', '.join(SCHEMES)})",
@@ -302,6 +306,10 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
                          item="--iterations")
     if not 0 < eps < 1:
         raise InputError(f"eps must be in (0, 1), got {eps}", item="--eps")
+    if isinstance(background_class, bool) or not isinstance(background_class, int) or \
+            not 1 <= background_class <= 7:
+        raise InputError(f"background class must be 1..7, got {background_class!r}",
+                         item="--background-class")
     if pattern not in PATTERNS:
         raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
                          item="--pattern")
@@ -319,7 +327,8 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
             if progress is not None:
                 progress(f"{sch} iteration {it + 1}")
             rng = np.random.default_rng([seed, it])
-            bg = background_flows(n, host_bw, background_load, bg_window, rng)
+            bg = background_flows(n, host_bw, background_load, bg_window, rng,
+                                  priority=background_class)
             msgs, p = dlcp_messages(model, workers, sch, eps=eps, payload=payload,
                                     bucket=bucket * scale, scale=scale, rng=rng,
                                     pattern=pattern)

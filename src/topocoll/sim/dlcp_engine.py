@@ -185,6 +185,8 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         transport = FixedWindow(window)
     admit, order = policy.admit, policy.order
     marker = getattr(policy, "mark", None)
+    # per-class admission (a FIFO per band): bytes queued per link and class
+    cocc = [dict() for _ in links] if getattr(policy, "per_class", False) else None
     win, on_ack = transport.window, transport.on_ack
     todo: list[deque] = [deque() for _ in messages]
     inflight = [0] * nm
@@ -207,12 +209,14 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
     def enqueue(t, link, rec):
         # rec: [size, priority, path, hop, kind, msg k, packet i, ECN mark]
         size, pr = rec[0], rec[1]
+        cls = order(pr)
         if not is_host_port[link]:
-            if not admit(occ[link], size, pr):
+            if not admit(occ[link] if cocc is None else cocc[link].get(cls, 0), size, pr):
                 return False
             if marker is not None and marker(occ[link], size, pr):
                 rec[7] = True
-        cls = order(pr)
+        if cocc is not None:
+            cocc[link][cls] = cocc[link].get(cls, 0) + size
         q = queues[link]
         d = q.get(cls)
         if d is None:
@@ -313,6 +317,8 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
         if kind == 0:                       # a port finished serializing a packet
             link, rec = data
             occ[link] -= rec[0]
+            if cocc is not None:
+                cocc[link][order(rec[1])] -= rec[0]
             start_tx(t, link)
             heappush(heap, (t + lat[link], next(counter), 5, rec))
         elif kind == 5:                     # arrival at the next node

@@ -13,8 +13,13 @@ new class, not a branch in the engine.
   decreasing with the class (DLCP's selective dropping, WRED-style colours on a commodity
   switch): under congestion the least important packets go first, while the buffer still
   has room for the important ones;
+- :class:`BandLimits`: strict priority where every class is a FIFO of its own limit (Linux
+  bands: a ``pfifo`` per class under a priority scheduler, the emulated cluster's
+  ``--bands``); a policy with ``per_class = True`` is given the occupancy of the packet's
+  class instead of the port's;
 - :class:`ECNMarking`: any of these plus ``mark(occupancy, size, priority) -> bool``, the
-  ECN bit DCTCP reacts to (the engine calls ``mark`` when a policy has it).
+  ECN bit DCTCP reacts to (the engine calls ``mark`` when a policy has it; ``occupancy``
+  there is always the port's).
 
 Examples
 --------
@@ -29,10 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..errors import InputError
 
-__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "ECNMarking", "QUEUE_POLICIES"]
+__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "BandLimits", "ECNMarking",
+           "QUEUE_POLICIES"]
 
 
 def _check_buffer(buffer: int) -> None:
@@ -99,6 +106,36 @@ class SelectiveDrop:
 
 
 @dataclass(frozen=True)
+class BandLimits:
+    """Strict priority by class, class ``q`` a FIFO of at most ``limits[q]`` bytes of its
+    own (classes beyond the last share the last band). Unlike :class:`SelectiveDrop`'s
+    one shared buffer, a full band drops only its own class: a burst of class 6 cannot
+    crowd out class 1, and class 1 never makes room by pushing class 6 out either.
+
+    Examples
+    --------
+    >>> q = BandLimits((90_000,) * 2 + (30_000,) * 6)
+    >>> q.admit(25_000, 9000, priority=6), q.admit(25_000, 9000, priority=1)
+    (False, True)
+    """
+
+    limits: tuple[int, ...]
+    per_class: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if not self.limits or any(isinstance(x, bool) or not isinstance(x, int) or x < 1
+                                  for x in self.limits):
+            raise InputError(f"band limits must be positive byte counts, got {self.limits!r}",
+                             item="limits")
+
+    def admit(self, occupancy: int, size: int, priority: int) -> bool:
+        return occupancy + size <= self.limits[min(priority, len(self.limits) - 1)]
+
+    def order(self, priority: int) -> int:
+        return min(priority, len(self.limits) - 1)
+
+
+@dataclass(frozen=True)
 class ECNMarking:
     """``inner``'s admission and order, plus DCTCP's marking: a packet admitted while
     more than ``threshold`` bytes are queued at the port (its own included) carries the
@@ -124,4 +161,5 @@ class ECNMarking:
         return occupancy + size > self.threshold
 
 
-QUEUE_POLICIES = {"droptail": DropTail, "priority": StrictPriority, "selective": SelectiveDrop}
+QUEUE_POLICIES = {"droptail": DropTail, "priority": StrictPriority, "selective": SelectiveDrop,
+                  "bands": BandLimits}

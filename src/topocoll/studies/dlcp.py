@@ -26,6 +26,10 @@ SCALE = ((32, "leafspine:leaves=8,spines=2,hosts=4,bw=10Gbps"),
          (64, "leafspine:leaves=8,spines=4,hosts=8,bw=10Gbps"))
 #: the schemes run at scale: both baselines, the two flow-level steps and the full stack
 SCALE_SCHEMES = ("baseline", "dctcp", "layer_priority", "spray", "dlcp")
+#: 9,000-byte packets: the schemes compared and the window (packets) that keeps the bytes
+#: in flight of two 64 KiB segments
+JUMBO_SCHEMES = ("spray", "selective_drop", "dlcp")
+JUMBO_WINDOW = 14
 
 
 def steps_to(accuracy: list[float], target: float, steps_per_epoch: int) -> float:
@@ -42,19 +46,42 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
                    scale: Sequence[tuple[int, str]] = SCALE, scale_iterations: int = 2,
                    scale_schemes: Sequence[str] = SCALE_SCHEMES,
                    eps_values: Sequence[float] = (0.005, 0.01, 0.02, 0.05, 0.1),
-                   gradient_scale: float = 1.0,
+                   gradient_scale: float = 1.0, low_background_iterations: int = 3,
+                   jumbo_iterations: int = 2,
                    progress: Callable[[str], None] | None = None) -> dict:
     """The engine's schemes on ``topology``, the same at the larger ``scale`` (fewer
     schemes and iterations: the engine is pure Python, about 25 s per scheme-iteration
     at 64 workers), the convergence grid and time to ``target`` accuracy, with the wall
-    time of each part (simulation and training). ``gradient_scale`` shrinks the model's
-    gradients (tests)."""
+    time of each part (simulation and training). The main fabric runs once more with the
+    background in class 7, below every gradient class (``low_background_iterations``;
+    0 leaves it out), and with 9,000-byte packets instead of 64 KiB segments (the same
+    bytes in flight: 14 packets; ``spray``, ``selective_drop`` and ``dlcp``,
+    ``jumbo_iterations``), where a 2% budget can cover a packet of a message.
+    ``gradient_scale`` shrinks the model's gradients (tests)."""
     t0 = time.perf_counter()
     topo = parse_spec(topology)
     model = LAYERED["resnet50"]
     schemes = run_dlcp(topo, model, workers=workers, background_load=background_load,
                        iterations=iterations, seed=seed, scale=gradient_scale,
                        progress=progress)
+    low = []
+    if low_background_iterations:
+        low = run_dlcp(topo, model, workers=workers, background_load=background_load,
+                       iterations=low_background_iterations, seed=seed,
+                       scale=gradient_scale, background_class=7,
+                       progress=None if progress is None else
+                       (lambda msg: progress(f"background class 7: {msg}")))
+        for r in low:
+            r.update(profile_summary(r.pop("loss_profile")))
+    jumbo = []
+    if jumbo_iterations:
+        jumbo = run_dlcp(topo, model, workers=workers, background_load=background_load,
+                         iterations=jumbo_iterations, seed=seed, scale=gradient_scale,
+                         payload=9000, window=JUMBO_WINDOW, schemes=JUMBO_SCHEMES,
+                         progress=None if progress is None else
+                         (lambda msg: progress(f"9,000-byte packets: {msg}")))
+        for r in jumbo:
+            r.update(profile_summary(r.pop("loss_profile")))
     at_scale = []
     for w, spec in scale:
         rows = run_dlcp(parse_spec(spec), model, workers=w,
@@ -92,7 +119,12 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
                       "background_load": background_load, "iterations": iterations,
                       "seed": seed, "epochs": epochs, "seeds": list(seeds),
                       "target": target, "gradient_scale": gradient_scale},
-            "schemes": schemes, "scale": at_scale, "convergence": conv,
+            "schemes": schemes, "scale": at_scale,
+            "low_background": {"background_class": 7,
+                               "iterations": low_background_iterations, "schemes": low},
+            "jumbo": {"payload": 9000, "window": JUMBO_WINDOW,
+                      "iterations": jumbo_iterations, "schemes": jumbo},
+            "convergence": conv,
             "time_to_accuracy": tta,
             "wall_s": {"simulation": round(t_sim), "training": round(t_train)}}
 

@@ -29,8 +29,8 @@ import time
 from ..sim.bounded_loss import BoundedLossReceiver
 from .netns import Testbed, TestbedError
 
-__all__ = ["run_message", "run_messages", "compare_message", "compare_contended", "receiver",
-           "sender", "main"]
+__all__ = ["run_message", "run_messages", "compare_message", "compare_contended",
+           "band_limits", "receiver", "sender", "main"]
 
 _HDR = struct.Struct("!BIIBB")          # kind, index, round, last, priority
 DATA, ACK, NACK, DONE = 1, 2, 3, 4
@@ -223,25 +223,45 @@ def run_message(tb: Testbed, src: int, dst: int, nbytes: int, **kw) -> dict:
     return run_messages(tb, [(src, dst, nbytes, -1)], **kw)[0]
 
 
+def band_limits(queue_packets: int) -> tuple[int, ...]:
+    """The eight bands' limits in packets for ports of ``queue_packets``: DLCP's
+    selective-drop thresholds (:class:`~topocoll.sim.queue_policies.SelectiveDrop`),
+    each band a FIFO of its own."""
+    from ..sim.queue_policies import SelectiveDrop
+
+    return tuple(max(1, int(t)) for t in SelectiveDrop(queue_packets, queues=8).thresholds)
+
+
+def _engine_policy(bands, queue_packets: int, payload: int):
+    """The engine's port for the testbed's: one drop-tail FIFO, or a FIFO per band with
+    the same limits (``bands`` True for :func:`band_limits`, or the limits)."""
+    from ..sim.queue_policies import BandLimits, DropTail
+
+    size = payload + 64
+    if bands is False or bands is None:
+        return DropTail(queue_packets * size)
+    limits = band_limits(queue_packets) if bands is True else tuple(bands)
+    return BandLimits(tuple(x * size for x in limits))
+
+
 def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
                     payload: int = 1400, eps: float = 0.02, window: int = 64,
                     queue_packets: int = 100, tail_timer: float = 5e-3,
-                    bands: bool = False) -> dict:
+                    bands: bool | tuple[int, ...] = False) -> dict:
     """One message measured on the testbed beside the packet engine's prediction for the
     same topology, packets, window, budget and queue length (drop-tail ports of
-    ``queue_packets`` packets; with ``bands``, selective-drop ports as the testbed's
-    strict-priority bands)."""
+    ``queue_packets`` packets; with ``bands``, the testbed's strict-priority bands as the
+    engine's :class:`~topocoll.sim.queue_policies.BandLimits`: ``True`` for
+    :func:`band_limits`, or the eight limits in packets given to the testbed)."""
     from ..sim.dlcp_engine import Message, simulate_messages
     from ..sim.gradient_packets import GradientPacket
-    from ..sim.queue_policies import DropTail, SelectiveDrop
 
     got = run_message(tb, src, dst, nbytes, payload=payload, eps=eps, window=window,
                       tail_timer=tail_timer)
     sizes = _sizes(nbytes, payload)
     pk = tuple(GradientPacket(0, 0, i * payload, ln, _priority(i, len(sizes)))
                for i, ln in enumerate(sizes))
-    buf = queue_packets * (payload + 64)
-    policy = SelectiveDrop(buf, queues=8) if bands else DropTail(buf)
+    policy = _engine_policy(bands, queue_packets, payload)
     e = simulate_messages(topology, [Message(0, src, dst, pk, eps=eps)], policy,
                           window=window,
                           payload=payload, tail_timer=tail_timer)
@@ -258,23 +278,24 @@ def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
 def compare_contended(tb: Testbed, topology, flows, *, payload: int = 1400,
                       eps: float = 0.0, window: int = 32, queue_packets: int = 100,
                       tail_timer: float = 1.0, rto: float = 2.0,
-                      bands: bool = True) -> list[dict]:
+                      bands: bool | tuple[int, ...] = True) -> list[dict]:
     """Concurrent messages ``flows`` (``(src, dst, nbytes, cls)``, every packet of a
     message in class ``cls``) measured on the testbed from one common start, beside the
     packet engine's prediction for the same messages: switch ports as strict-priority
-    bands (``bands``, the engine's :class:`~topocoll.sim.queue_policies.SelectiveDrop`
-    with the same thresholds) or one drop-tail FIFO of ``queue_packets`` packets.
+    bands (``bands`` as in :func:`compare_message`: the engine's
+    :class:`~topocoll.sim.queue_policies.BandLimits`, a FIFO per band with the same
+    limits) or one drop-tail FIFO of ``queue_packets`` packets. With ``window`` below the
+    last band's limit (the default 32 against 100-packet ports, whose last bands hold
+    30) nothing drops and the two differ only in how the port is shared; beyond it the
+    starved class drops, which the testbed's sender learns from the receiver's NACK or its
+    RTO and the engine's at once (a selective NACK per drop), so the times part.
 
-    The engine's selective dropping counts one shared buffer where the testbed's bands
-    each have their own limit; keep ``window`` below the lowest band's limit (the
-    default 32 against 100-packet ports, whose last band holds 30) and nothing drops, so
-    the two differ only in how the port is shared. A message of a low class is starved
-    while a higher one passes: the receiver's ``tail_timer`` and the sender's ``rto``
-    (silence before giving up on the rest of a round) must outlast that, or the testbed
-    resends what was only waiting (the engine's timers start at a known end of round)."""
+    A message of a low class is starved while a higher one passes: the receiver's
+    ``tail_timer`` and the sender's ``rto`` (silence before giving up on the rest of a
+    round) must outlast that, or the testbed resends what was only waiting (the engine's
+    timers start at a known end of round)."""
     from ..sim.dlcp_engine import Message, simulate_messages
     from ..sim.gradient_packets import GradientPacket
-    from ..sim.queue_policies import DropTail, SelectiveDrop
 
     got = run_messages(tb, flows, payload=payload, eps=eps, window=window,
                        tail_timer=tail_timer, rto=rto)
@@ -285,15 +306,14 @@ def compare_contended(tb: Testbed, topology, flows, *, payload: int = 1400,
         msgs.append(Message(j, src, dst, tuple(
             GradientPacket(j, 0, i * payload, ln, pr[i]) for i, ln in enumerate(sizes)),
             eps=eps))
-    buf = queue_packets * (payload + 64)
-    policy = SelectiveDrop(buf, queues=8) if bands else DropTail(buf)
+    policy = _engine_policy(bands, queue_packets, payload)
     e = simulate_messages(topology, msgs, policy, window=window, payload=payload,
                           tail_timer=tail_timer)
     rows = []
     for j, ((src, dst, nbytes, cls), g) in enumerate(zip(flows, got, strict=True)):
         meas, pred = g["sender"]["elapsed_s"], float(e.finish[j])
         rows.append({"src": src, "dst": dst, "bytes": nbytes, "class": cls,
-                     "bands": bands, "measured_s": meas, "predicted_s": pred,
+                     "bands": bands is not False, "measured_s": meas, "predicted_s": pred,
                      "error": meas / pred - 1,
                      "measured_retransmitted_bytes": g["sender"]["sent_bytes"] - nbytes,
                      "predicted_drops": int(e.drops.sum())})
