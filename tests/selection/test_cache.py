@@ -138,3 +138,27 @@ def test_verification_outcomes_are_kept(tmp_path):
     assert c.verified(good, t, check) and not c.verified(bad, t, check)
     assert c.verified(good, t, check) and not c.verified(bad, t, check)
     assert calls == [3, 1]                      # each checked once, then read back
+
+
+def test_writes_prune_once_per_fraction_of_the_limit(tmp_path, monkeypatch):
+    """A put lists the directory only after PRUNE_FRACTION of the limit was written since
+    the last prune; under a tight limit every put prunes, and to the limit."""
+    from topocoll.selection import cache as mod
+
+    calls = []
+    real = mod.ScheduleCache.prune
+    monkeypatch.setattr(mod.ScheduleCache, "prune",
+                        lambda self: calls.append(1) or real(self))
+    c = ScheduleCache(tmp_path / "c")
+    k0 = c.key("ring", "allgather", {"n": 0}, ring(8))
+    c.put(k0, ring_allgather(ring(16)))
+    size = next((tmp_path / "c").glob("*/*.npz")).stat().st_size
+    c.max_bytes = int(size / mod.PRUNE_FRACTION * 3.5)     # a prune every 3.5 files' bytes
+    calls.clear()
+    for n in range(1, 15):
+        c.put(c.key("ring", "allgather", {"n": n}, ring(8)), ring_allgather(ring(16)))
+    assert 3 <= len(calls) <= 5                            # not 14
+    c.max_bytes = 2 * size                                 # a tight limit: every put
+    calls.clear()
+    c.put(c.key("ring", "allgather", {"n": 99}, ring(8)), ring_allgather(ring(16)))
+    assert calls and len(list((tmp_path / "c").glob("*/*.npz"))) <= 2

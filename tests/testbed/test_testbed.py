@@ -163,8 +163,9 @@ def test_link_delay_round_trip_and_rate(testbed_name):
     assert goodput >= floor * rate_mbit, f"{goodput:.1f} Mbit/s"
     if tb.delay_mode == "relay":
         c = delay_line_stats(tb)
-        # the relay carried the throughput probe (2.5 s at 80 Mbit/s ~ 25 MB) and lost nothing
-        assert c["bytes"] > 20e6 and c["dropped"] == 0, c
+        # the relay carried the throughput probe (its goodput for 2.5 s: 25 MB at the full
+        # 80 Mbit/s; 19.4 MB was seen at 62 Mbit/s beside the full suite) and lost nothing
+        assert c["bytes"] >= 0.95 * goodput * 1e6 / 8 * 2.5 and c["dropped"] == 0, c
 
 
 def test_multi_hop_routes_through_a_switch(testbed_name):

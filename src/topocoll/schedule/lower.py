@@ -183,47 +183,80 @@ def lower(schedule: Schedule) -> Program:
     (Piece(first=0, count=1, reduce=True),)
     """
     coll = schedule.collective
-    members = set(coll.ranks)
     size = max(coll.ranks) + 1
+    member = np.zeros(size, dtype=bool)
+    member[list(coll.ranks)] = True
+    nch = coll.num_chunks
     held = _initial_held(coll, size)
     per_rank: dict[int, list[RankStep]] = {r: [] for r in coll.ranks}
-    cp, ch = schedule.chunk_ptr, schedule.chunks
+    cp, ch = np.asarray(schedule.chunk_ptr), np.asarray(schedule.chunks)
+    src, dst = np.asarray(schedule.src, np.int64), np.asarray(schedule.dst, np.int64)
+    is_red = np.asarray(schedule.op) == int(Op.REDUCE)
     for s in range(schedule.num_steps):
-        # (src, dst) -> {chunk: reduce?}, in transfer order
-        pairs: dict[tuple[int, int], dict[int, bool]] = {}
-        for t in range(schedule.step_ptr[s], schedule.step_ptr[s + 1]):
-            a, b = int(schedule.src[t]), int(schedule.dst[t])
-            if a not in members or b not in members or a == b:
+        t0, t1 = int(schedule.step_ptr[s]), int(schedule.step_ptr[s + 1])
+        if t0 == t1:
+            continue
+        ta, tb = src[t0:t1], dst[t0:t1]
+        lens = np.diff(cp[t0:t1 + 1])
+        ids = ch[cp[t0]:cp[t1]].astype(np.int64)
+        # the first transfer that cannot be expressed, named as the reference loop did
+        inside = (ta >= 0) & (ta < size) & (tb >= 0) & (tb < size)
+        bad_end = ~inside | (ta == tb)
+        bad_end[inside] |= ~(member[ta[inside]] & member[tb[inside]])
+        starts = np.flatnonzero(lens)
+        lo = np.full(t1 - t0, np.iinfo(np.int64).max)
+        hi = np.full(t1 - t0, -1)
+        if ids.size:
+            lo[starts] = np.minimum.reduceat(ids, cp[t0:t1][starts] - cp[t0])
+            hi[starts] = np.maximum.reduceat(ids, cp[t0:t1][starts] - cp[t0])
+        bad_chunk = (lo < 0) | (hi >= nch)
+        bad = np.flatnonzero(bad_end | bad_chunk)
+        if bad.size:
+            t = t0 + int(bad[0])
+            a, b = int(src[t]), int(dst[t])
+            if bad_end[bad[0]]:
                 what = "to itself" if a == b else "outside the collective's ranks"
                 raise ScheduleError(f"step {s}, transfer {a}->{b}: endpoint {what}",
                                     kind="bad_rank", step=s, transfer=t)
-            ids = ch[cp[t]: cp[t + 1]]
-            if ids.min() < 0 or ids.max() >= coll.num_chunks:
-                raise ScheduleError(f"step {s}, transfer {a}->{b}: chunk id out of range",
-                                    kind="bad_chunk", step=s, transfer=t)
-            red = int(schedule.op[t]) == Op.REDUCE
-            slot = pairs.setdefault((a, b), {})
-            for c in ids.tolist():
-                slot[c] = slot.get(c, False) or red
-        msgs = []
-        for (a, b) in sorted(pairs):
-            chunks = sorted(pairs[(a, b)])
-            msgs.append((a, b, chunks, [pairs[(a, b)][c] for c in chunks]))
-        # a REDUCE into a chunk not yet held becomes a copy (first source wins)
-        fresh: set[tuple[int, int]] = set()
-        for _a, b, chunks, flags in msgs:
-            for i, c in enumerate(chunks):
-                if flags[i] and not held[b, c] and (b, c) not in fresh:
-                    flags[i] = False
-                fresh.add((b, c))
+            raise ScheduleError(f"step {s}, transfer {a}->{b}: chunk id out of range",
+                                kind="bad_chunk", step=s, transfer=t)
+        # one entry per (src, dst, chunk); a chunk sent twice on a pair reduces if any does
+        ea, eb = np.repeat(ta, lens), np.repeat(tb, lens)
+        er = np.repeat(is_red[t0:t1], lens)
+        key = (ea * size + eb) * nch + ids
+        order = np.argsort(key, kind="stable")
+        key, er = key[order], er[order]
+        first = np.ones(key.size, dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        at = np.flatnonzero(first)
+        flags = np.logical_or.reduceat(er, at)
+        key = key[at]
+        pair, c = key // nch, key % nch
+        a_, b_ = pair // size, pair % size
+        # a REDUCE into a chunk not yet held becomes a copy: the first source (in source
+        # order) to reach (dst, chunk) decides
+        dc = b_ * nch + c
+        _, firsts = np.unique(dc, return_index=True)
+        flags[firsts] &= held[b_[firsts], c[firsts]]
+        held[b_, c] = True
+        # pieces: maximal runs of consecutive chunks with one flag, per pair
+        new = np.ones(key.size, dtype=bool)
+        new[1:] = (pair[1:] != pair[:-1]) | (c[1:] != c[:-1] + 1) | \
+            (flags[1:] != flags[:-1])
+        pstart = np.flatnonzero(new)
+        pcount = np.diff(np.append(pstart, key.size))
+        pieces = [Piece(int(f), int(n), bool(r)) for f, n, r in
+                  zip(c[pstart].tolist(), pcount.tolist(), flags[pstart].tolist(),
+                      strict=True)]
+        mstart = np.flatnonzero(np.append(True, pair[pstart][1:] != pair[pstart][:-1]))
+        mend = np.append(mstart[1:], pstart.size)
         sends: dict[int, list[Message]] = {}
         recvs: dict[int, list[Message]] = {}
-        for a, b, chunks, flags in msgs:
-            m = Message(s, a, b, runs(chunks, flags))
-            sends.setdefault(a, []).append(m)
-            recvs.setdefault(b, []).append(m)
-        for b, c in fresh:
-            held[b, c] = True
+        for i, j in zip(mstart.tolist(), mend.tolist(), strict=True):
+            e = int(pstart[i])
+            m = Message(s, int(a_[e]), int(b_[e]), tuple(pieces[i:j]))
+            sends.setdefault(m.src, []).append(m)
+            recvs.setdefault(m.dst, []).append(m)
         for r in sorted(set(sends) | set(recvs)):
             per_rank[r].append(RankStep(s, tuple(sends.get(r, ())), tuple(recvs.get(r, ()))))
     return Program(coll, schedule.name, schedule.num_steps,

@@ -8,7 +8,9 @@ of its source files, so an edited checkout never reads a schedule an older synth
 made). Files are written to a temporary name and renamed into place (atomic on POSIX),
 so a reader sees a whole file or none, and a file that fails to load is treated as a
 miss and removed. When the directory grows past its limit the least recently used
-files go first.
+files go first. Pruning lists the whole directory, so a process prunes only after it has
+written :data:`PRUNE_FRACTION` of the limit since it last did (each process may leave
+the directory that much over its limit between prunes).
 
 Verification outcomes are kept too (:meth:`ScheduleCache.verified`), keyed by the
 schedule's and the topology's fingerprints: symbolic execution of a large pipelined
@@ -32,11 +34,17 @@ from ..digest import content_digest
 from ..schedule import Schedule, load_schedule, save_schedule
 
 __all__ = ["ScheduleCache", "default_cache_dir", "package_digest", "MAX_BYTES",
-           "MAX_TRANSFERS"]
+           "MAX_TRANSFERS", "PRUNE_FRACTION"]
 
 #: Default bound on the cache directory's size (bytes); least recently used files go
 #: first when it is passed.
 MAX_BYTES = 1 << 30
+#: A process prunes a cache directory after writing this fraction of its limit there
+#: (listing every file per write made filling a cache quadratic: 826 schedules took
+#: 20 s of listing in the runtime tests' battery).
+PRUNE_FRACTION = 0.02
+#: bytes written per cache directory since this process last pruned it
+_unpruned: dict[str, int] = {}
 #: Schedules with more transfers than this are not stored (they are cheap to
 #: re-synthesize relative to their size on disk).
 MAX_TRANSFERS = 5_000_000
@@ -139,13 +147,18 @@ class ScheduleCache:
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
+            size = path.stat().st_size
         except OSError:
             return
-        self.prune()
+        where = str(self.directory)
+        _unpruned[where] = _unpruned.get(where, 0) + size
+        if _unpruned[where] >= PRUNE_FRACTION * self.max_bytes:
+            self.prune()
 
     def prune(self) -> int:
         """Remove least recently used files until the directory fits ``max_bytes``;
         returns how many were removed."""
+        _unpruned[str(self.directory)] = 0
         entries = []
         total = 0
         for p in [*self.directory.glob(f"*/*{_SUFFIX}"), *self.directory.glob("*/*.ok")]:
