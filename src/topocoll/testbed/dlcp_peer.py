@@ -141,7 +141,9 @@ def sender(addr: str, port: int, nbytes: int, payload: int, window: int, rto: fl
             while True:
                 try:
                     data = sk.recv(65536)
-                except BlockingIOError:
+                except (BlockingIOError, ConnectionRefusedError):
+                    # refused: the ICMP error of a send after the receiver finished,
+                    # reported on this socket; its DONE comes on the socket it answered
                     break
                 last_heard = time.monotonic()
                 kind, idx, r, _, _ = _HDR.unpack_from(data)
