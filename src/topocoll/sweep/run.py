@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -156,6 +157,43 @@ def _dispatch(todo: list[Point], execute: Callable, workers: int, record: Callab
                         pending[pool.submit(_run_point, execute, nxt.argv())] = nxt
 
 
+LOCAL_RAY_ATTEMPTS = 3
+
+
+def _start_local_ray(ray, workers: int, kw: dict, *, spare: int | None = None,
+                     attempts: int = LOCAL_RAY_ATTEMPTS) -> None:
+    """Start a local Ray cluster, trying again when it does not come up.
+
+    Ray waits a fixed 30 s for its raylet to register with the GCS and then raises a bare
+    ``Exception``; on a loaded two-core machine that can happen once and not the next time.
+    A failed attempt leaves its GCS and raylet running (the half-built node is never
+    handed back), so the processes it started under this one are killed before the next
+    try; ``spare`` (the reaper) is kept. The last failure is raised as ``RuntimeError``.
+    """
+    from .reaper import process_tree
+
+    me = os.getpid()
+    for _ in range(attempts):
+        before = process_tree(me)
+        try:
+            ray.init(address="local", num_cpus=max(1, workers), include_dashboard=False,
+                     **kw)
+            return
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception on a timeout
+            err = e
+        try:
+            ray.shutdown()
+        except Exception:  # noqa: BLE001 - nothing to shut down after a half start
+            pass
+        for pid, t0 in process_tree(me).items():
+            if pid != spare and before.get(pid) != t0:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:          # already gone
+                    pass
+    raise RuntimeError(f"{attempts} attempts, the last: {err}")
+
+
 def _dispatch_ray(todo: list[Point], execute: Callable, workers: int, record: Callable,
                   address: str | None) -> None:
     """Run the points as Ray tasks (one CPU each, no retries: a failure is a result),
@@ -180,11 +218,16 @@ def _dispatch_ray(todo: list[Point], execute: Callable, workers: int, record: Ca
                 from .reaper import start_reaper
 
                 reaper = start_reaper()          # the local cluster dies with this process
-                ray.init(address="local", num_cpus=max(1, workers), include_dashboard=False,
-                         **kw)
+                _start_local_ray(ray, workers, kw, spare=reaper.pid)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise InputError(f"cannot reach the Ray cluster at {address!r}: {e}",
-                             item="--address") from None
+            if reaper is not None:
+                reaper.terminate()
+                reaper.wait()
+            if address:
+                raise InputError(f"cannot reach the Ray cluster at {address!r}: {e}",
+                                 item="--address") from None
+            raise InputError(f"the local Ray cluster did not start: {e}",
+                             item="--backend") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_run_point)
         slots = 2 * max(1, workers if not address else
