@@ -61,38 +61,29 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
     t0 = time.perf_counter()
     topo = parse_spec(topology)
     model = LAYERED["resnet50"]
+
+    def variant(label: str, fabric=topo, **kw) -> list[dict]:
+        """One more run of the engine beside the main one, its loss profiles summarized
+        (only the main run's profiles are trained with)."""
+        rows = run_dlcp(fabric, model, background_load=background_load, seed=seed,
+                        scale=gradient_scale, progress=None if progress is None else
+                        (lambda msg: progress(f"{label}: {msg}")), **kw)
+        for r in rows:
+            r.update(profile_summary(r.pop("loss_profile")))
+        return rows
+
     schemes = run_dlcp(topo, model, workers=workers, background_load=background_load,
                        iterations=iterations, seed=seed, scale=gradient_scale,
                        progress=progress)
-    low = []
-    if low_background_iterations:
-        low = run_dlcp(topo, model, workers=workers, background_load=background_load,
-                       iterations=low_background_iterations, seed=seed,
-                       scale=gradient_scale, background_class=7,
-                       progress=None if progress is None else
-                       (lambda msg: progress(f"background class 7: {msg}")))
-        for r in low:
-            r.update(profile_summary(r.pop("loss_profile")))
-    jumbo = []
-    if jumbo_iterations:
-        jumbo = run_dlcp(topo, model, workers=workers, background_load=background_load,
-                         iterations=jumbo_iterations, seed=seed, scale=gradient_scale,
-                         payload=9000, window=JUMBO_WINDOW, schemes=JUMBO_SCHEMES,
-                         progress=None if progress is None else
-                         (lambda msg: progress(f"9,000-byte packets: {msg}")))
-        for r in jumbo:
-            r.update(profile_summary(r.pop("loss_profile")))
-    at_scale = []
-    for w, spec in scale:
-        rows = run_dlcp(parse_spec(spec), model, workers=w,
-                        background_load=background_load, iterations=scale_iterations,
-                        seed=seed, schemes=scale_schemes, scale=gradient_scale,
-                        progress=None if progress is None else
-                        (lambda msg, w=w: progress(f"{w} workers: {msg}")))
-        for r in rows:
-            r.update(profile_summary(r.pop("loss_profile")))
-        at_scale.append({"workers": w, "topology": spec, "iterations": scale_iterations,
-                         "schemes": rows})
+    low = variant("background class 7", workers=workers, background_class=7,
+                  iterations=low_background_iterations) if low_background_iterations else []
+    jumbo = variant("9,000-byte packets", workers=workers, iterations=jumbo_iterations,
+                    payload=9000, window=JUMBO_WINDOW,
+                    schemes=JUMBO_SCHEMES) if jumbo_iterations else []
+    at_scale = [{"workers": w, "topology": spec, "iterations": scale_iterations,
+                 "schemes": variant(f"{w} workers", parse_spec(spec), workers=w,
+                                    iterations=scale_iterations, schemes=scale_schemes)}
+                for w, spec in scale]
     t_sim = time.perf_counter() - t0
     t0 = time.perf_counter()
     if progress is not None:
