@@ -41,6 +41,17 @@ def test_subgroup_ownership_follows_rank_order():
     assert c.pre_sets().indices.tolist() == [7, 3, 5]
 
 
+@pytest.mark.parametrize("kind", COLLECTIVE_KINDS)
+def test_chunks_containing_a_rank_are_the_sets_read_one_by_one(kind):
+    for ranks, split in (([7, 3, 5], 1), ([0, 1, 2, 3], 2), ([4, 2], 3)):
+        root = ranks[-1] if kind in ("broadcast", "reduce") else None
+        c = make_collective(kind, ranks, split=split, root=root)
+        for sets, one in ((c.pre_sets(), c.pre), (c.post_sets(), c.post)):
+            for r in [*ranks, 99]:
+                want = [i for i in range(c.num_chunks) if r in one(i)]
+                assert sets.containing(r).tolist() == want, (kind, ranks, split, r)
+
+
 def test_message_bytes_convention_matches_nccl_tests():
     # allgather and reduce_scatter of the same size move the same chunks
     assert allgather(8).chunk_bytes(2**20) == reduce_scatter(8).chunk_bytes(2**20) == 2**17

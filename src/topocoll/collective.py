@@ -66,6 +66,18 @@ class ChunkSets:
         """Number of ranks in each chunk's set."""
         return np.diff(self.indptr)
 
+    def containing(self, rank: int) -> np.ndarray:
+        """The chunks whose set holds ``rank``, ascending.
+
+        Examples
+        --------
+        >>> s = ChunkSets(np.array([0, 2, 3, 5]), np.array([0, 1, 1, 0, 2]))
+        >>> s.containing(1).tolist(), s.containing(2).tolist(), s.containing(7).tolist()
+        ([0, 1], [2], [])
+        """
+        owners = np.repeat(np.arange(len(self)), self.sizes())
+        return owners[self.indices == rank]
+
 
 @dataclass(frozen=True)
 class Collective:

@@ -137,6 +137,9 @@ def test_every_synthesizer_lowers_and_executes(syn, spec):
     assert sum(m.num_chunks for m in msgs) == len(keys)
     for seed in (0, 1):
         check_result(prog, seed)
+    for r in s.collective.ranks:       # one process lowers only its own steps
+        mine = lower(s, rank=r)
+        assert list(mine.ranks) == [r] and mine.steps_of(r) == prog.steps_of(r)
 
 
 def test_reduce_into_empty_becomes_copy():

@@ -71,8 +71,8 @@ def chunk_bounds(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 @lru_cache(maxsize=64)
-def _program(schedule: Schedule) -> Program:
-    return lower(schedule)
+def _program(schedule: Schedule, rank: int) -> Program:
+    return lower(schedule, rank)
 
 
 # ------------------------------------------------------------------------- reductions
@@ -127,6 +127,16 @@ class _Store:
             b = nz
         for c, x in zip(chunks, locs, strict=True):
             self.loc[c] = x
+        return base[a:b]
+
+    def span(self, chunks: range):
+        """A view of the held ``chunks`` if they are adjacent in one buffer, else None."""
+        base, a, b = self.loc[chunks[0]]
+        for c in chunks[1:]:
+            nb, na, nz = self.loc[c]
+            if nb is not base or na != b:
+                return None
+            b = nz
         return base[a:b]
 
     def gather(self, chunks: tuple[int, ...]):
@@ -193,16 +203,18 @@ def _post(dist, sends, recvs, group):
 def _execute(program: Program, rank: int, store: _Store, reduce_fn, group, timeout: float):
     torch, dist = _torch()
     for st in program.steps_of(rank):
-        sends = [(store.gather(m.chunks), m.dst, m.step) for m in st.sends]
-        read = {c for m in st.sends for c in m.chunks}
+        out = [m.chunks for m in st.sends]
+        sends = [(store.gather(cs), m.dst, m.step) for m, cs in zip(st.sends, out, strict=True)]
+        read = set().union(*out)
         bufs, direct = [], []
         for m in st.recvs:
             # a pure copy into chunks no send of this step reads lands in place
             buf = None
-            if not any(p.reduce for p in m.pieces) and read.isdisjoint(m.chunks):
-                buf = store.region(m.chunks)
+            cs = m.chunks
+            if not any(p.reduce for p in m.pieces) and read.isdisjoint(cs):
+                buf = store.region(cs)
             if buf is None:
-                buf = torch.empty(sum(store.size(c) for c in m.chunks), dtype=store.like.dtype,
+                buf = torch.empty(sum(store.size(c) for c in cs), dtype=store.like.dtype,
                                   device=store.like.device)
                 bufs.append((m, buf))
             else:
@@ -221,15 +233,31 @@ def _execute(program: Program, rank: int, store: _Store, reduce_fn, group, timeo
             for m, buf in bufs:
                 off = 0
                 for piece in m.pieces:
-                    for c in piece.chunks:
-                        n = store.size(c)
-                        if piece.reduce == reducing:
-                            src = buf[off: off + n]
-                            if reducing:
-                                reduce_fn(store.view(c), src)
-                            else:
-                                store.target(c).copy_(src)
-                        off += n
+                    n = sum(store.size(c) for c in piece.chunks)
+                    if piece.reduce == reducing:
+                        _apply(store, piece, buf[off: off + n], reducing, reduce_fn)
+                    off += n
+
+
+def _apply(store: _Store, piece, src, reducing: bool, reduce_fn) -> None:
+    """Combine or copy a received piece: one operation when its chunks sit side by side
+    in one buffer (the usual case), else chunk by chunk. Element for element the same."""
+    chunks = piece.chunks
+    whole = store.span(chunks) if reducing else store.region(chunks)
+    if whole is not None:
+        if reducing:
+            reduce_fn(whole, src)
+        else:
+            whole.copy_(src)
+        return
+    off = 0
+    for c in chunks:
+        n = store.size(c)
+        if reducing:
+            reduce_fn(store.view(c), src[off: off + n])
+        else:
+            store.target(c).copy_(src[off: off + n])
+        off += n
 
 
 def _setup(schedule: Schedule, kind: str | tuple[str, ...], group):
@@ -292,10 +320,11 @@ def run_schedule(schedule: Schedule, tensor, *, op=None, group=None,
     flat = tensor.view(-1)
     op = dist.ReduceOp.SUM if op is None else op
     bounds = chunk_bounds(flat.numel(), coll.split)
-    held = {c: (flat, *bounds[c]) for c in range(coll.num_chunks) if rank in coll.pre(c)}
+    held = {c: (flat, *bounds[c]) for c in coll.pre_sets().containing(rank).tolist()}
     store = _Store(torch, held, lambda c: (flat, *bounds[c]),
                    lambda c: bounds[c][1] - bounds[c][0], flat)
-    _execute(_program(schedule), rank, store, _reducer(op, flat.dtype, torch, dist), group, timeout)
+    _execute(_program(schedule, rank), rank, store, _reducer(op, flat.dtype, torch, dist),
+             group, timeout)
     if op == dist.ReduceOp.AVG and coll.kind != "broadcast":
         flat.div_(coll.num_ranks)
 
@@ -343,10 +372,10 @@ def all_gather_into_tensor(output, input, schedule: Schedule, *, group=None,
     where = _block_layout(coll, inp.numel())
     i = coll.ranks.index(rank)
     out[i * inp.numel(): (i + 1) * inp.numel()].copy_(inp)
-    held = {c: (out, *where(c)) for c in range(coll.num_chunks) if rank in coll.pre(c)}
+    held = {c: (out, *where(c)) for c in coll.pre_sets().containing(rank).tolist()}
     store = _Store(torch, held, lambda c: (out, *where(c)),
                    lambda c: where(c)[1] - where(c)[0], out)
-    _execute(_program(schedule), rank, store, None, group, timeout)
+    _execute(_program(schedule, rank), rank, store, None, group, timeout)
     return output
 
 
@@ -366,7 +395,7 @@ def reduce_scatter_tensor(output, input, schedule: Schedule, *, op=None, group=N
     held = {c: (work, *where(c)) for c in range(coll.num_chunks)}
     store = _Store(torch, held, lambda c: (work, *where(c)),
                    lambda c: where(c)[1] - where(c)[0], work)
-    _execute(_program(schedule), rank, store, _reducer(op, work.dtype, torch, dist), group,
+    _execute(_program(schedule, rank), rank, store, _reducer(op, work.dtype, torch, dist), group,
              timeout)
     i = coll.ranks.index(rank)
     out.copy_(work[i * out.numel(): (i + 1) * out.numel()])
@@ -405,7 +434,7 @@ def all_to_all_single(output, input, schedule: Schedule, *, group=None,
         return (out, *slot(c, False)) if c in mine else None
 
     store = _Store(torch, held, out_slot, size, inp)
-    _execute(_program(schedule), rank, store, None, group, timeout)
+    _execute(_program(schedule, rank), rank, store, None, group, timeout)
     for c in sorted(mine):
         dst = out[slice(*slot(c, False))]
         src = store.view(c)

@@ -149,7 +149,7 @@ def _initial_held(collective: Collective, size: int) -> np.ndarray:
     return held
 
 
-def lower(schedule: Schedule) -> Program:
+def lower(schedule: Schedule, rank: int | None = None) -> Program:
     """Lower ``schedule`` to per-rank ordered :class:`RankStep` lists.
 
     Parameters
@@ -157,11 +157,16 @@ def lower(schedule: Schedule) -> Program:
     schedule : Schedule
         A schedule that passes :func:`topocoll.verification.verify`. Lowering does not
         re-verify it; it only rejects transfers it cannot express.
+    rank : int, optional
+        Build the steps of this rank only (what one process of a job runs); its steps are
+        those of the whole program. Every transfer is still checked and followed, since
+        whether a received chunk is combined depends on what the receiver held.
 
     Returns
     -------
     Program
-        At most one :class:`Message` per (step, src, dst); see the module docstring.
+        At most one :class:`Message` per (step, src, dst); see the module docstring. With
+        ``rank``, :attr:`Program.ranks` holds that rank alone (if it is in the collective).
 
     Raises
     ------
@@ -181,6 +186,8 @@ def lower(schedule: Schedule) -> Program:
     [(0, 0, 1, (1,)), (0, 1, 0, (0,)), (1, 0, 1, (0,)), (1, 1, 0, (1,))]
     >>> p.steps_of(0)[0].recvs[0].pieces
     (Piece(first=0, count=1, reduce=True),)
+    >>> lower(s, rank=1).steps_of(1) == p.steps_of(1), list(lower(s, rank=1).ranks)
+    (True, [1])
     """
     coll = schedule.collective
     size = max(coll.ranks) + 1
@@ -188,7 +195,8 @@ def lower(schedule: Schedule) -> Program:
     member[list(coll.ranks)] = True
     nch = coll.num_chunks
     held = _initial_held(coll, size)
-    per_rank: dict[int, list[RankStep]] = {r: [] for r in coll.ranks}
+    per_rank: dict[int, list[RankStep]] = {r: [] for r in coll.ranks
+                                           if rank is None or r == rank}
     cp, ch = np.asarray(schedule.chunk_ptr), np.asarray(schedule.chunks)
     src, dst = np.asarray(schedule.src, np.int64), np.asarray(schedule.dst, np.int64)
     is_red = np.asarray(schedule.op) == int(Op.REDUCE)
@@ -245,6 +253,11 @@ def lower(schedule: Schedule) -> Program:
             (flags[1:] != flags[:-1])
         pstart = np.flatnonzero(new)
         pcount = np.diff(np.append(pstart, key.size))
+        if rank is not None:         # only the pieces of messages to or from ``rank``
+            mine = (a_[pstart] == rank) | (b_[pstart] == rank)
+            pstart, pcount = pstart[mine], pcount[mine]
+            if not pstart.size:
+                continue
         pieces = [Piece(int(f), int(n), bool(r)) for f, n, r in
                   zip(c[pstart].tolist(), pcount.tolist(), flags[pstart].tolist(),
                       strict=True)]
@@ -257,7 +270,7 @@ def lower(schedule: Schedule) -> Program:
             m = Message(s, int(a_[e]), int(b_[e]), tuple(pieces[i:j]))
             sends.setdefault(m.src, []).append(m)
             recvs.setdefault(m.dst, []).append(m)
-        for r in sorted(set(sends) | set(recvs)):
+        for r in sorted((set(sends) | set(recvs)) & per_rank.keys()):
             per_rank[r].append(RankStep(s, tuple(sends.get(r, ())), tuple(recvs.get(r, ()))))
     return Program(coll, schedule.name, schedule.num_steps,
                    {r: tuple(v) for r, v in per_rank.items()})
