@@ -98,10 +98,24 @@ def _reducer(op, dtype, torch, dist) -> Callable:
 
 # ------------------------------------------------------------------------- executor
 class _Store:
-    """Where each chunk lives on this rank: ``chunk -> (base tensor, start, stop)``."""
+    """Where each chunk lives on this rank: ``chunk -> (base tensor, start, stop)``.
+    ``sizes`` gives every chunk's element count (the collective's ``k`` sub-chunk sizes,
+    repeated block after block)."""
 
-    def __init__(self, torch, initial: dict, out: Callable, size: Callable, like) -> None:
-        self.torch, self.loc, self.out, self.size, self.like = torch, dict(initial), out, size, like
+    def __init__(self, torch, initial: dict, out: Callable, sizes: list[int], like) -> None:
+        self.torch, self.loc, self.out, self.like = torch, dict(initial), out, like
+        self.prefix = [0]
+        for n in sizes:
+            self.prefix.append(self.prefix[-1] + n)
+
+    def size(self, c: int) -> int:
+        return self.prefix[c + 1] - self.prefix[c]
+
+    def extent(self, chunks) -> int:
+        """Elements in ``chunks`` (a range of ids: two lookups)."""
+        if isinstance(chunks, range):
+            return self.prefix[chunks.stop] - self.prefix[chunks.start]
+        return sum(self.prefix[c + 1] - self.prefix[c] for c in chunks)
 
     def view(self, c: int):
         base, a, b = self.loc[c]
@@ -214,7 +228,8 @@ def _execute(program: Program, rank: int, store: _Store, reduce_fn, group, timeo
             if not any(p.reduce for p in m.pieces) and read.isdisjoint(cs):
                 buf = store.region(cs)
             if buf is None:
-                buf = torch.empty(sum(store.size(c) for c in cs), dtype=store.like.dtype,
+                buf = torch.empty(sum(store.extent(p.chunks) for p in m.pieces),
+                                  dtype=store.like.dtype,
                                   device=store.like.device)
                 bufs.append((m, buf))
             else:
@@ -233,7 +248,7 @@ def _execute(program: Program, rank: int, store: _Store, reduce_fn, group, timeo
             for m, buf in bufs:
                 off = 0
                 for piece in m.pieces:
-                    n = sum(store.size(c) for c in piece.chunks)
+                    n = store.extent(piece.chunks)
                     if piece.reduce == reducing:
                         _apply(store, piece, buf[off: off + n], reducing, reduce_fn)
                     off += n
@@ -275,6 +290,12 @@ def _setup(schedule: Schedule, kind: str | tuple[str, ...], group):
     rank = dist.get_rank(group)
     me = rank in coll.ranks
     return torch, dist, coll, rank, me
+
+
+def _sizes(block: int, k: int, num_chunks: int) -> list[int]:
+    """Element count of every chunk: ``block`` cut into ``k`` near-equal sub-chunks, the
+    same in every block."""
+    return [b - a for a, b in chunk_bounds(block, k)] * (num_chunks // k)
 
 
 def _block_layout(coll, block: int):
@@ -322,7 +343,7 @@ def run_schedule(schedule: Schedule, tensor, *, op=None, group=None,
     bounds = chunk_bounds(flat.numel(), coll.split)
     held = {c: (flat, *bounds[c]) for c in coll.pre_sets().containing(rank).tolist()}
     store = _Store(torch, held, lambda c: (flat, *bounds[c]),
-                   lambda c: bounds[c][1] - bounds[c][0], flat)
+                   _sizes(flat.numel(), coll.split, coll.num_chunks), flat)
     _execute(_program(schedule, rank), rank, store, _reducer(op, flat.dtype, torch, dist),
              group, timeout)
     if op == dist.ReduceOp.AVG and coll.kind != "broadcast":
@@ -374,7 +395,7 @@ def all_gather_into_tensor(output, input, schedule: Schedule, *, group=None,
     out[i * inp.numel(): (i + 1) * inp.numel()].copy_(inp)
     held = {c: (out, *where(c)) for c in coll.pre_sets().containing(rank).tolist()}
     store = _Store(torch, held, lambda c: (out, *where(c)),
-                   lambda c: where(c)[1] - where(c)[0], out)
+                   _sizes(inp.numel(), coll.split, coll.num_chunks), out)
     _execute(_program(schedule, rank), rank, store, None, group, timeout)
     return output
 
@@ -394,7 +415,7 @@ def reduce_scatter_tensor(output, input, schedule: Schedule, *, op=None, group=N
     where = _block_layout(coll, out.numel())
     held = {c: (work, *where(c)) for c in range(coll.num_chunks)}
     store = _Store(torch, held, lambda c: (work, *where(c)),
-                   lambda c: where(c)[1] - where(c)[0], work)
+                   _sizes(out.numel(), coll.split, coll.num_chunks), work)
     _execute(_program(schedule, rank), rank, store, _reducer(op, work.dtype, torch, dist), group,
              timeout)
     i = coll.ranks.index(rank)
@@ -419,10 +440,6 @@ def all_to_all_single(output, input, schedule: Schedule, *, group=None,
     sub = chunk_bounds(block, k)
     i = coll.ranks.index(rank)
 
-    def size(c):
-        a, b = sub[c % k]
-        return b - a
-
     def slot(c, src_side: bool):
         blk = (c // k) % p if src_side else c // (p * k)
         return blk * block + sub[c % k][0], blk * block + sub[c % k][1]
@@ -433,7 +450,7 @@ def all_to_all_single(output, input, schedule: Schedule, *, group=None,
     def out_slot(c):
         return (out, *slot(c, False)) if c in mine else None
 
-    store = _Store(torch, held, out_slot, size, inp)
+    store = _Store(torch, held, out_slot, _sizes(block, k, coll.num_chunks), inp)
     _execute(_program(schedule, rank), rank, store, None, group, timeout)
     for c in sorted(mine):
         dst = out[slice(*slot(c, False))]
