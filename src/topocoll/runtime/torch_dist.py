@@ -111,11 +111,9 @@ class _Store:
     def size(self, c: int) -> int:
         return self.prefix[c + 1] - self.prefix[c]
 
-    def extent(self, chunks) -> int:
-        """Elements in ``chunks`` (a range of ids: two lookups)."""
-        if isinstance(chunks, range):
-            return self.prefix[chunks.stop] - self.prefix[chunks.start]
-        return sum(self.prefix[c + 1] - self.prefix[c] for c in chunks)
+    def extent(self, chunks: range) -> int:
+        """Elements in the consecutive ``chunks`` of a piece (two lookups)."""
+        return self.prefix[chunks.stop] - self.prefix[chunks.start]
 
     def view(self, c: int):
         base, a, b = self.loc[c]

@@ -12,13 +12,14 @@ Run as ``python -m topocoll.sweep.reaper DRIVER_PID``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import time
 from pathlib import Path
 
-__all__ = ["process_tree", "reap_after", "start_reaper"]
+__all__ = ["kill_processes", "process_tree", "reap_after", "start_reaper"]
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -64,15 +65,20 @@ def reap_after(driver: int, interval: float = 0.2, ready=None) -> int:
             ready()
             ready = None
         time.sleep(interval)
+    return kill_processes(seen)
+
+
+def kill_processes(procs: dict[int, int]) -> int:
+    """``SIGKILL`` every process of ``procs`` (pid -> start time, as from
+    :func:`process_tree`) that still runs with that start time (a reused pid is never
+    hit). Returns the number killed."""
     killed = 0
-    for pid, t0 in seen.items():
+    for pid, t0 in procs.items():
         st = _stat(pid)
         if st is not None and st[1] == t0:
-            try:
+            with contextlib.suppress(OSError):        # gone since the look
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-            except OSError:
-                pass
     return killed
 
 

@@ -11,6 +11,7 @@ interpreter start. Workers ask the kernel to end them when the driver dies
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -170,7 +171,7 @@ def _start_local_ray(ray, workers: int, kw: dict, *, spare: int | None = None,
     handed back), so the processes it started under this one are killed before the next
     try; ``spare`` (the reaper) is kept. The last failure is raised as ``RuntimeError``.
     """
-    from .reaper import process_tree
+    from .reaper import kill_processes, process_tree
 
     me = os.getpid()
     for _ in range(attempts):
@@ -181,16 +182,10 @@ def _start_local_ray(ray, workers: int, kw: dict, *, spare: int | None = None,
             return
         except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception on a timeout
             err = e
-        try:
+        with contextlib.suppress(Exception):     # a half start may leave nothing to stop
             ray.shutdown()
-        except Exception:  # noqa: BLE001 - nothing to shut down after a half start
-            pass
-        for pid, t0 in process_tree(me).items():
-            if pid != spare and before.get(pid) != t0:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:          # already gone
-                    pass
+        kill_processes({pid: t0 for pid, t0 in process_tree(me).items()
+                        if pid != spare and before.get(pid) != t0})
     raise RuntimeError(f"{attempts} attempts, the last: {err}")
 
 
