@@ -2,20 +2,34 @@
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
+# Every install is constrained to the pinned set: the same versions on every machine.
+LOCK   := requirements.lock
+PIP_VERSION := 26.3
 
-.PHONY: demo test bench lint clean sysdeps
+.PHONY: demo test bench lint clean sysdeps lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet 'pip==$(PIP_VERSION)'
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e .
+$(VENV)/.installed: $(BIN)/python pyproject.toml $(LOCK)
+	$(BIN)/pip install --quiet -c $(LOCK) -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml $(LOCK)
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[dev]'
 	touch $(VENV)/.installed $@
+
+# Refresh the pinned set: resolve pyproject.toml's ranges afresh in a scratch venv and
+# freeze it. Then run `make test` (golden files) and commit requirements.lock.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet 'pip==$(PIP_VERSION)'
+	.lock-venv/bin/pip install --quiet -e '.[dev]'
+	{ sed -n '/^#/p' $(LOCK); .lock-venv/bin/pip freeze --exclude-editable | grep -v '^[#-]'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf .lock-venv
 
 demo: $(VENV)/.installed
 	$(BIN)/topocoll demo
@@ -44,4 +58,4 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) .lock-venv build *.egg-info src/*.egg-info

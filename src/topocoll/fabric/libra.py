@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, InputTypeError
+from ..numeric import dot
 
 __all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "LibraLayer", "Workload", "PRICES",
            "COST_CLASSES", "GB", "parse_network", "dimension_traffic", "check_workload",
@@ -281,7 +282,7 @@ def check_workload(net: LibraNetwork, w: Workload) -> np.ndarray:
 
 def cost(net: LibraNetwork, bandwidth_GBps: Sequence[float]) -> float:
     """Dollars: ``N * sum_i kappa_i B_i``."""
-    return float(net.npus * net.kappa() @ np.asarray(bandwidth_GBps, float))
+    return float(net.npus * dot(net.kappa(), np.asarray(bandwidth_GBps, float)))
 
 
 def equal_split(net: LibraNetwork, total_GBps: float) -> list[float]:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..numeric import matmul
 from ..topology import Topology
 from ..workload import Device, LayeredModel
 from .linkload import LinkLoads
@@ -304,13 +305,13 @@ class FabricEval:
     def time(self, tr: Traffic) -> Timing:
         """The iteration time of traffic ``tr``."""
         xa = np.array([tr.allreduce.get(g, 0.0) for g in self.ar_sizes])
-        ta = float((self._ar @ xa).max()) if xa.any() else 0.0
+        ta = float(matmul(self._ar, xa).max()) if xa.any() else 0.0
         if xa.any():
             ta += max(2 * (g - 1) * self._ring_hops[g] for g, x in zip(self.ar_sizes, xa,
                                                                         strict=True) if x) \
                 * self._lat
         xt = np.array([tr.tp.get(k, 0.0) for k in self.job.tp_sizes])
-        tm = float((self._tp @ xt + self._emb @ tr.embedding).max())
+        tm = float((matmul(self._tp, xt) + matmul(self._emb, tr.embedding)).max())
         if tr.mp_phases:
             tm += tr.mp_phases * self.links.diameter * self._lat
         c = float(tr.compute.max())

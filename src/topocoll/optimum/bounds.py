@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import NotSupportedError, TopologyError
+from ..numeric import matmul
 
 if TYPE_CHECKING:
     from ..collective import ChunkSets, Collective
@@ -614,8 +615,9 @@ def _crossing(cl: _Classes, X: np.ndarray, red: bool) -> tuple[np.ndarray, np.nd
         pa = qa = k
     else:
         Xt = np.ascontiguousarray(X.T, dtype=np.float32)
-        pa = np.where(cl.p_every[:, None], k, cl.p_mat @ Xt)
-        qa = np.where(cl.q_every[:, None], k, cl.q_mat @ Xt)
+        # sparse 0/1 times 0/1: whole-number counts, exact
+        pa = np.where(cl.p_every[:, None], k, cl.p_mat @ Xt)  # exact
+        qa = np.where(cl.q_every[:, None], k, cl.q_mat @ Xt)  # exact
     ps, qs = cl.p_size[:, None], cl.q_size[:, None]
     if red:
         out = (pa > 0) & (qa < qs)
@@ -623,7 +625,7 @@ def _crossing(cl: _Classes, X: np.ndarray, red: bool) -> tuple[np.ndarray, np.nd
     else:
         out = (pa == ps) & (qa < qs)
         inn = (pa == 0) & (qa > 0)
-    return cl.mult @ out, cl.mult @ inn
+    return cl.mult @ out, cl.mult @ inn  # exact: integers
 
 
 def _capacities_memo(topology: Topology, X: np.ndarray, is_member: np.ndarray
@@ -662,18 +664,19 @@ def _capacities(topology: Topology, X: np.ndarray, is_member: np.ndarray
     At = topology.memo("adjacency_t", lambda: A.T.tocsr())
     XT = np.zeros((n, len(X)))
     XT[:R] = X.T
-    into = At @ XT                       # into[v, i]: bandwidth from cut i into v
-    internal = np.einsum("vi,vi->i", into, XT)
-    cap_out = topology.egress_bandwidth() @ XT - internal
-    cap_in = topology.ingress_bandwidth() @ XT - internal
+    # scipy's sparse products sum each row in storage order on every machine
+    into = At @ XT                       # into[v, i]: bandwidth from cut i into v  # exact
+    internal = np.multiply(into, XT).sum(axis=0)
+    cap_out = matmul(topology.egress_bandwidth(), XT) - internal
+    cap_in = matmul(topology.ingress_bandwidth(), XT) - internal
     if not free.any():
         return cap_out, cap_in
     TT = np.zeros_like(XT)
     TT[:R] = (is_member & ~X).T
-    feeds = A @ XT                       # feeds[v, i]: bandwidth from v into cut i
+    feeds = A @ XT                       # feeds[v, i]: bandwidth from v into cut i  # exact
     tol = 1 + 1e-12
-    short_out = (into[free] > (A @ TT)[free] * tol).any(axis=0)
-    short_in = (feeds[free] > (At @ TT)[free] * tol).any(axis=0)
+    short_out = (into[free] > (A @ TT)[free] * tol).any(axis=0)  # exact: sparse
+    short_in = (feeds[free] > (At @ TT)[free] * tol).any(axis=0)  # exact: sparse
     src, dst, bw = topology.link_src, topology.link_dst, topology.link_bandwidth
     for i in np.flatnonzero(short_out):
         cap_out[i] = _max_flow_cut(src, dst, bw, XT[:, i] > 0, TT[:, i] > 0)

@@ -120,7 +120,7 @@ class Packing:
         stride = np.cumprod((1,) + shape[:-1])
         coords = (np.arange(N)[:, None] // stride[None, :]) % np.array(shape)
         for r in range(N):
-            perm = (((coords + coords[r]) % np.array(shape)) @ stride).tolist()
+            perm = (((coords + coords[r]) % np.array(shape)) @ stride).tolist()  # exact
             for tc in self.trees:
                 yield TreeClass(r, tc.mult, tuple(
                     (perm[x], perm[y], tuple((tuple(perm[u] for u in path), c)
@@ -333,7 +333,7 @@ def _split_proportional(w, caps, pieces, roots, need, chk) -> None:
     r = np.array([ins[u] for u in U]) - q.sum(axis=1)
     c = np.array([outs[t] for t in T]) - q.sum(axis=0)
     frac = y - q
-    flat = np.unravel_index(np.argsort(-frac, axis=None), frac.shape)
+    flat = np.unravel_index(np.argsort(-frac, axis=None, kind="stable"), frac.shape)
     order = [(i, j) for i, j in zip(*flat, strict=True)
              if U[i] != T[j]]
     while r.sum() and c.sum():

@@ -137,7 +137,8 @@ class Net:
         to[m[:, None] == self.src[None, :]] = 0.0
         back = dijkstra(G.T.tocsr(), indices=m)[:, self.dst]
         back[m[:, None] == self.dst[None, :]] = 0.0
-        ia, ib = np.argsort(to, axis=0)[:2], np.argsort(back, axis=0)[:2]
+        ia = np.argsort(to, axis=0, kind="stable")[:2]
+        ib = np.argsort(back, axis=0, kind="stable")[:2]
         cols = np.arange(self.num_links)
         a0, a1 = to[ia[0], cols], to[ia[1], cols]
         b0, b1 = back[ib[0], cols], back[ib[1], cols]

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TopologyError
+from ..numeric import dot
 from .highs import quiet_highs
 from .maxflow import capacity_graph, separating_cut
 
@@ -181,7 +182,7 @@ class _Pricer:
         cost, tree = self.price(y)
         out = [(cost, tree)]
         z = y.copy()
-        bump = max(float(y @ cap) / max(len(self.members) - 1, 1), 1e-12)
+        bump = max(float(dot(y, cap)) / max(len(self.members) - 1, 1), 1e-12)
         load = np.zeros(len(y))
         for _ in range(k - 1):
             for e, u in self.usage(out[-1][1]).items():
@@ -358,7 +359,7 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
             # master's, which damps the oscillation of degenerate duals
             ys = stabilize * center + (1 - stabilize) * y
             found = pricer.batch(ys, cap, per_round)
-            bound = float(cap @ ys) / found[0][0] if found[0][0] > 0 else np.inf
+            bound = float(dot(cap, ys)) / found[0][0] if found[0][0] > 0 else np.inf
             upper = min(upper, bound)
             if bound < center_bound:
                 center, center_bound = ys, bound

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..collective import allgather, allreduce, reduce_scatter
 from ..errors import NotSupportedError
+from ..numeric import exp, log
 from ..optimum.maxflow import capacity_graph
 from ..optimum.packing import Packing, TreeClass, eulerian_reason, optimal_packing
 from ..schedule import Schedule, overlay, reverse
@@ -112,7 +113,7 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     n = g.num_nodes
     cap = np.array(g.cap, dtype=float)
     src, dst = g.src, g.dst
-    loglen = -np.log(cap)
+    loglen = -log(cap)
     load = np.zeros(len(cap))
     arc_of = {(int(u), int(v)): i for i, (u, v) in enumerate(zip(src, dst, strict=True))}
     found: dict[int, Counter] = {r: Counter() for r in V}
@@ -123,7 +124,7 @@ def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     done = 0
     for _ in range(rounds):
         for r in V:
-            length = np.exp(np.maximum(loglen - loglen.max(), -700.0))
+            length = exp(np.maximum(loglen - loglen.max(), -700.0))
             m = csr_matrix((length, (src, dst)), shape=(n, n))
             dist, pred = dijkstra(m, directed=True, indices=V, return_predecessors=True)
             G = nx.DiGraph()

@@ -32,6 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..collective import allreduce
+from ..numeric import matmul
 from ..optimum.treelp import MAX_ITERATIONS, TreeLP, tree_allreduce_lp
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
@@ -81,7 +82,7 @@ def _matrix(usage, bw):
 
 
 def _loss(n: np.ndarray, W: np.ndarray, X: float) -> float:
-    return float((W @ n).max()) / int(n.sum()) * X - 1.0
+    return float(matmul(W, n).max()) / int(n.sum()) * X - 1.0
 
 
 def quantize(shares: np.ndarray, usage, bw, X: float, qmax: int) -> tuple[np.ndarray, int, float]:
@@ -115,7 +116,7 @@ def quantize(shares: np.ndarray, usage, bw, X: float, qmax: int) -> tuple[np.nda
         n = np.floor(shares * T).astype(np.int64)
         if not n.any():
             n[np.argmax(shares)] = 1
-        load = W @ n
+        load = matmul(W, n)
         for _ in range(len(shares)):
             q = int(n.sum())
             trial = (load[:, None] + W).max(axis=0) / (q + 1)

@@ -320,7 +320,8 @@ def _direct(plan: Plan, collective: Collective, phases: Sequence[str], port_majo
     chunks = np.empty(int(chunk_ptr[-1]), dtype=np.int32)
     lo32 = lo_all.astype(np.int32)
     invs = None if port_major else \
-        [np.argsort(block_order(plan.peers[j])).astype(np.int32) * P + j for j in range(P)]
+        [np.argsort(block_order(plan.peers[j]), kind="stable").astype(np.int32) * P + j
+         for j in range(P)]
     for t, (_, s) in enumerate(order):       # one vectorized fill per step: lo + 0..w-1
         w = widths[s]
         a, b = t * P * Q, (t + 1) * P * Q

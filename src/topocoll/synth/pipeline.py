@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..cost.kernel import barrier_time
+from ..numeric import matmul
 
 __all__ = ["fill_overhead", "pipeline_time", "batch_units", "LP_CELLS", "fluid_counts",
            "fluid_sends"]
@@ -90,7 +91,7 @@ def pipeline_time(L: np.ndarray, units: np.ndarray, step_cost: float) -> float:
         ws = w[s - np.arange(lo, hi + 1)]
         used[s] = np.any(ws > 0)
         if used[s]:
-            busy[s] = float((ws @ L[lo:hi + 1]).max())
+            busy[s] = float(matmul(ws, L[lo:hi + 1]).max())
     return barrier_time(busy, step_cost, used=used)
 
 

@@ -338,7 +338,7 @@ def _shares_to_chunks(shares: np.ndarray, chunks: int) -> np.ndarray:
     half = chunks // 2
     raw = shares * half
     n = np.floor(raw).astype(np.int64)
-    for i in np.argsort(-(raw - n))[: half - int(n.sum())]:
+    for i in np.argsort(-(raw - n), kind="stable")[: half - int(n.sum())]:
         n[i] += 1
     return 2 * n
 

@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from ..cost.kernel import step_loads
+from ..numeric import matmul
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
 from ._common import require
@@ -431,7 +432,7 @@ def overlap_lp(rates: np.ndarray, S: int, U: int | None = None,
             ci[js[1:], -1] = ci[js[1:], -2]
             ci[js[0], -1] = U - ci[js[1:], -1].sum()
         amt = np.diff(ci, axis=1)
-        t0 = (rows @ amt).max(axis=0) / total if len(rows) else np.zeros(S)
+        t0 = matmul(rows, amt).max(axis=0) / total if len(rows) else np.zeros(S)
         x0 = np.concatenate([amt.reshape(-1), np.maximum(t0, 0.0) * total])
         inc = highspy.HighsSolution()
         inc.col_value = x0.tolist()
