@@ -145,6 +145,18 @@ def files(tmp_path_factory) -> Path:
     doubled["steps"][0] = doubled["steps"][0] + doubled["steps"][0][:1]
     (d / "doubled.json").write_text(json.dumps(doubled))
     (d / "existing").write_text("already here")
+    ok_sweep = ("command: compare\ngrid:\n  topology: [ring:4]\n"
+                "fixed: {collective: allreduce, algorithm: ring, size: 1KiB}\n")
+    (d / "sweep_ok.yaml").write_text(ok_sweep)
+    (d / "sweep_overlap.yaml").write_text(
+        "command: compare\ngrid:\n  topology: [ring:4]\n  size: [1KiB, 1MiB]\n"
+        "fixed: {collective: allreduce, algorithm: ring}\n"
+        "sample: {count: 2, options: {size: {choices: [1KiB, 1MiB]}}}\n")
+    (d / "sweep_count.yaml").write_text(
+        ok_sweep + "sample: {count: -3, options: {alpha: {low: 1e-7, high: 1e-5}}}\n")
+    (d / "sweep_option.yaml").write_text(ok_sweep.replace("size: 1KiB", "colour: red"))
+    (d / "sweep_fails.yaml").write_text(ok_sweep.replace("algorithm: ring",
+                                                         "algorithm: teleport"))
     return d
 
 
@@ -483,6 +495,29 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("app-unknown-group-command", ["topology", "frobnicate"], 2, "frobnicate"),
     ("app-unknown-option", ["--colour"], 2, "colour"),
     ("list-what", ["list", "nothing"], 2, "nothing"),
+    # --- issue 28: silent data loss and nonsense
+    ("sweep-sample-overlaps-grid", ["sweep", "run", "{d}/sweep_overlap.yaml", "--db",
+                                    "{d}/s1.duckdb"], 2, "sampled and in grid"),
+    ("sweep-sample-count", ["sweep", "run", "{d}/sweep_count.yaml", "--db", "{d}/s2.duckdb"],
+     2, "sample.count"),
+    ("sweep-unknown-option", ["sweep", "run", "{d}/sweep_option.yaml", "--db",
+                              "{d}/s3.duckdb"], 2, "colour"),
+    ("sweep-db-not-duckdb", ["sweep", "run", "{d}/sweep_ok.yaml", "--db", "{d}/scalar.json"],
+     2, "scalar.json"),
+    ("sweep-every-point-fails", ["sweep", "run", "{d}/sweep_fails.yaml", "--db",
+                                 "{d}/s4.duckdb", "--workers", "1"], 2, "every point"),
+    ("train-layered-global-batch", ["train", "-m", "resnet50", "-t", "dgx:2",
+                                    "--global-batch", "500"], 2, "--global-batch"),
+    ("train-layered-search", ["train", "-m", "resnet50", "-t", "dgx:2", "--search"], 2,
+     "--search"),
+    ("train-global-batch-huge", ["train", "--global-batch", "1000000000000"], 2,
+     "--global-batch"),
+    ("train-ep-dp-default", ["train", "-m", "mixtral-8x7b", "-t", "dgx-a100:2",
+                             "-p", "tp=2,ep=16,pp=1"], 2, "ep=16"),
+    ("export-astra-memory", ["export", "astra", "-o", "{d}/astra", "-m", "gpt3-175b",
+                             "-p", "tp=1,pp=1,dp=8", "-t", "hier:switch(8)"], 2, "fit"),
+    ("synth-ring-too-big", ["synth", "-t", "ring:16384", "-a", "ring", "-o", "{d}/big.npz"],
+     2, "GiB"),
 ]
 
 
@@ -617,6 +652,8 @@ def _api():
          ValueError, "size"),
         ("array-topology", lambda: AlphaBeta().evaluate(s, np.zeros(3), 1e6), TypeError,
          "topology"),
+        ("synth-too-big", lambda: find_algorithm("ring", "allreduce")(ring(16384)),
+         TopocollError, "GiB"),
     ]
 
 

@@ -139,7 +139,7 @@ def export_astra(
                                                              "models).")] = "gpt3-175b",
     parallel: Annotated[str, typer.Option("--parallel", "-p",
                                           help="tp=T,pp=P,dp=D[,mb=..,gb=..].")]
-        = "tp=8,pp=8,dp=1,gb=64",
+        = "tp=8,pp=8,dp=1,gb=64,sp=1,recompute=selective",
     topology: Annotated[str, typer.Option(
         "--topology", "-t", help="A fabric ASTRA-sim's analytical network can describe "
                                  "(hier: dims, torus, ...) for network.yml.")]

@@ -151,7 +151,7 @@ def libra(
         rec["compare"] = {"bandwidth_GBps": mine, "time_s": t_mine,
                           "cost_usd": cost(net, mine), "speedup": t_mine / r.time_s}
     if check:
-        rec["check"] = check_allocation(net, w, r.bandwidth_GBps, tm, chosen)
+        rec["check"] = _checked(net, w, r, tm, chosen, mine, check_allocation, equal_split)
     rec["network"] = [{"block": d.block, "size": d.size, "cost_class": d.cost_class}
                       for d in net.dims]
     rec["workload"] = w.name
@@ -163,7 +163,10 @@ def libra(
     if as_json:
         print_json(rec)
         return
-    tab = Table(title=f"LIBRA {objective}: {w.name} on {net.spec()} ({net.npus} NPUs)")
+    flag = rec.get("check", {}).get("disagrees")
+    tab = Table(title=f"LIBRA {objective}: {w.name} on {net.spec()} ({net.npus} NPUs)",
+                caption=(f"flow-level check: {rec['check']['ratio']:.3f}x the model's time "
+                         "(disagrees; see below)") if flag else None)
     for col in ("dimension", "block", "size", "cost class", "GB/s per NPU", "equal split"):
         tab.add_column(col, justify="right" if col in ("size", "GB/s per NPU",
                                                        "equal split") else "left")
@@ -185,8 +188,42 @@ def libra(
                   + ("" if c["complete"] else "; not simulated: " + "; ".join(
                       x["skipped"] for x in c["collectives"] if x.get("skipped"))),
                   highlight=False)
+        if c["disagrees"]:
+            ranked = sorted(c["checked_s"].items(), key=lambda kv: (kv[1], kv[0]))
+            out.print(f"[bold red]warning:[/] the flow-level check differs from the model by "
+                      f"more than {100 * CHECK_TOLERANCE:.0f}%, so the model's optimum may not "
+                      f"be the best fabric; at flow level: "
+                      + ", ".join(f"{n} {s:.6g} s" for n, s in ranked)
+                      + f" (best: {c['best_checked']})")
     if pareto_png is not None:
         out.print(f"Pareto curve written to {pareto_png}", highlight=False)
+
+
+#: A flow-level check further than this (relative) from the model is reported as a
+#: disagreement, with the candidate allocations ranked at flow level.
+CHECK_TOLERANCE = 0.10
+
+
+def _checked(net, w, r, tm, chosen, mine, check_allocation, equal_split) -> dict:
+    """The optimum's flow-level check; when it disagrees with the model by more than
+    :data:`CHECK_TOLERANCE`, also the equal split's and the user's allocation's, and
+    which of them is fastest at flow level (the model's ranking no longer holds)."""
+    c = check_allocation(net, w, r.bandwidth_GBps, tm, chosen)
+    c["disagrees"] = bool(abs(c["ratio"] - 1.0) > CHECK_TOLERANCE)
+    c["tolerance"] = CHECK_TOLERANCE
+    if c["disagrees"]:
+        cands = {"optimum": list(r.bandwidth_GBps),
+                 "equal split": list(equal_split(net, sum(r.bandwidth_GBps)))}
+        if mine is not None:
+            cands["compare"] = list(mine)
+        checked = {"optimum": c["flow_iteration_s"]}
+        for name, b in cands.items():
+            if name not in checked:
+                checked[name] = check_allocation(net, w, b, tm, chosen)["flow_iteration_s"]
+        c["checked_s"] = checked
+        c["checked_bandwidth_GBps"] = cands
+        c["best_checked"] = min(checked, key=lambda n: (checked[n], n))
+    return c
 
 
 def _per_dim(text: str, D: int, option: str) -> list[str]:

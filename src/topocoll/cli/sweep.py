@@ -55,9 +55,12 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
     known = ({c.name for c in app.registered_commands if c.name}
              | {g.name for g in app.registered_groups if g.name}
              | {c.callback.__name__ for c in app.registered_commands if not c.name})
-    s = load_sweep(spec, known)
+    s = load_sweep(spec, known, _options_of)
     if db.is_dir() or not db.parent.exists():
         raise InputError(f"{db}: cannot write a database there", item=str(db))
+    if db.exists() and db.stat().st_size and not _is_duckdb(db):
+        raise InputError(f"{db} exists and is not a DuckDB database (refusing to touch it)",
+                         item=str(db))
     store = SweepStore(db)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(),
@@ -77,8 +80,18 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
             summary = run_sweep(s, store, run_argv, workers=workers, backend=backend,
                                 address=address, flush_every=flush_every,
                                 progress=progress)
+        first_error = None
+        if summary.ran and summary.failed == summary.ran:
+            rows = store.query("SELECT error FROM points WHERE status = 'error' "
+                               "ORDER BY finished LIMIT 1")[1]
+            first_error = rows[0][0] if rows else "?"
     finally:
         store.close()
+    if first_error is not None:    # recorded, but a sweep of nothing but errors is an error
+        raise InputError(f"every point that ran failed ({summary.failed} of "
+                         f"{summary.total}, recorded in {db}); the first: "
+                         f"{str(first_error).removeprefix('error: ')}",
+                         item=str(spec))
     rec = {"db": str(db), "total": summary.total, "skipped": summary.skipped,
            "ran": summary.ran, "failed": summary.failed}
     if as_json:
@@ -86,6 +99,30 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
         return
     out.print(f"{summary.total} points: {summary.skipped} already in {db}, {summary.ran} run, "
               f"{summary.failed} failed", highlight=False)
+
+
+def _options_of(command: str) -> set[str]:
+    """The option names (long options without dashes, ``-`` as ``_``) that ``command``
+    (``"compare"``, ``"testbed bench"``) takes."""
+    import typer.main
+
+    cmd = typer.main.get_command(app)      # typer's own click: duck-typed below
+    for word in command.split():
+        sub = getattr(cmd, "commands", {})
+        if word not in sub:
+            raise InputError(f"unknown command {command!r}", item="field 'command'")
+        cmd = sub[word]
+    if getattr(cmd, "commands", None):
+        raise InputError(f"{command!r} is a group of commands; name one of "
+                         f"{', '.join(sorted(cmd.commands))}", item="field 'command'")
+    return {o[2:].replace("-", "_") for p in cmd.params if p.param_type_name == "option"
+            for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
+
+
+def _is_duckdb(path: Path) -> bool:
+    """DuckDB's file header: a checksum, then the magic bytes ``DUCK`` at offset 8."""
+    with open(path, "rb") as f:
+        return f.read(12)[8:12] == b"DUCK"
 
 
 @app.command()

@@ -107,8 +107,18 @@ def train(
     cm = model_opt(backend, "0")
     dev = find_device(device)
     if model.strip().lower() in LAYERED:
-        _layered(model.strip().lower(), topology, gpus, dev, micro_batch, cm, algorithms,
-                 no_cache, as_json)
+        # data parallel on every GPU: what only a transformer has is refused, not ignored
+        for flag, given in (("--search", search), ("--task-graph", task_graph),
+                            ("--dear", dear), ("--seq", seq is not None),
+                            ("--zero", zero != 0), ("--sequence-parallel", sequence_parallel),
+                            ("--interleave", interleave != 1),
+                            ("--recompute", recompute != "none"),
+                            ("--trace", trace is not None), ("--contention", contention)):
+            if given:
+                raise InputError(f"{flag} is for transformer models; {model.strip()} trains "
+                                 "data parallel on every GPU", item=flag)
+        _layered(model.strip().lower(), topology, gpus, dev, micro_batch, global_batch, cm,
+                 algorithms, no_cache, as_json)
         return
     mdl = load_model(model) if Path(model).suffix in (".yaml", ".yml", ".json") else \
         parse_model(model)
@@ -132,20 +142,17 @@ def train(
         _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top,
                 schedule_cache(no_cache), as_json)
         return
-    base = parse_parallel(parallel, micro_batch=micro_batch, recompute=recompute,
-                          zero=zero, sequence_parallel=sequence_parallel,
-                          interleave=interleave)
-    if "dp=" not in parallel.replace(" ", ""):
-        tp_pp = base.tp * base.pp
-        if world % tp_pp:
-            raise InputError(f"--parallel: --gpus {world} is not a multiple of tp x pp = {tp_pp}",
-                             item="--parallel")
-        base = base.with_(dp=world // tp_pp, global_batch=None)
+    base = parse_parallel(parallel, world=world, micro_batch=micro_batch,
+                          recompute=recompute, zero=zero,
+                          sequence_parallel=sequence_parallel, interleave=interleave)
     if base.world != world:
         raise InputError(f"--parallel uses tp x pp x dp = {base.world} GPUs, --gpus is "
                          f"{world}", item="--parallel")
     if global_batch is not None:
-        base = base.with_(global_batch=global_batch)
+        try:
+            base = base.with_(global_batch=global_batch)
+        except InputError as e:
+            raise InputError(f"--global-batch: {e}", item="--global-batch") from None
     from ..workload import CollectiveCoster
 
     coster = CollectiveCoster(t, model=None if backend == "analytical" and no_bounds else cm,
@@ -234,11 +241,27 @@ def _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top, cache
     out.print(f"best: {best.result.parallel}", highlight=False)
 
 
-def _layered(name, topology, gpus, dev, micro_batch, cm, algorithms, no_cache, as_json):
+def _layered(name, topology, gpus, dev, micro_batch, global_batch, cm, algorithms, no_cache,
+             as_json):
     """CNNs and DLRM: data parallel on every GPU (embedding tables model-parallel)."""
     from ..workload import LAYERED, simulate_dp_iteration
 
     t = load_topo(topology)
+    world = t.num_ranks if gpus is None else gpus
+    if not 1 <= world <= t.num_ranks:
+        raise InputError(f"--gpus must be 1..{t.num_ranks} on {t.name}, got {world}",
+                         item="--gpus")
+    if micro_batch < 1:
+        raise InputError(f"--micro-batch must be at least 1, got {micro_batch}",
+                         item="--micro-batch")
+    if global_batch is not None:      # samples per iteration over every replica
+        if global_batch < 1 or global_batch % world:
+            raise InputError(f"--global-batch {global_batch} must be a positive multiple of "
+                             f"the {world} data-parallel GPUs", item="--global-batch")
+        if micro_batch != 1 and micro_batch * world != global_batch:
+            raise InputError(f"--micro-batch {micro_batch} x {world} GPUs is not "
+                             f"--global-batch {global_batch}", item="--global-batch")
+        micro_batch = global_batch // world
     cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
     r = simulate_dp_iteration(LAYERED[name], t, dev, batch_per_rank=micro_batch,
                               ranks=gpus, cost_model=cm, algorithms=cands,

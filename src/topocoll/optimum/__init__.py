@@ -23,6 +23,7 @@ from .bounds import (
     Bound,
     CutBound,
     candidate_cuts,
+    concurrent_cut_bound,
     cut_bound,
     injection_bound,
     latency_bound,
@@ -31,6 +32,7 @@ from .bounds import (
 from .maxflow import CutOptimum, allgather_optimum, broadcast_optimum, separating_cut
 
 __all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound",
-           "cut_bound", "candidate_cuts", "CUT_METHODS", "CutOptimum", "allgather_optimum",
+           "cut_bound", "concurrent_cut_bound", "candidate_cuts", "CUT_METHODS", "CutOptimum",
+           "allgather_optimum",
            "broadcast_optimum", "separating_cut", "BarrierFloor", "barrier_floor", "EXACT_KINDS",
            "BARRIER_KINDS"]

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 __all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound",
-           "cut_bound", "candidate_cuts", "CUT_METHODS"]
+           "cut_bound", "concurrent_cut_bound", "candidate_cuts", "CUT_METHODS"]
 
 #: Ways :func:`cut_bound` can choose cuts: the candidate family, or the exact maximum
 #: over all cuts by max-flow (:mod:`topocoll.optimum.maxflow`); :func:`lower_bound` also
@@ -861,6 +861,73 @@ def _cut_unit(collective: Collective, topology: Topology,
     return best
 
 
+def concurrent_cut_bound(collectives: Sequence[Collective], topology: Topology,
+                         message_bytes: float) -> CutBound:
+    """Cut bound for several collectives running at once (each of ``message_bytes``),
+    such as the data-parallel groups of a training job.
+
+    Each collective's bytes must cross every cut that separates its members, so over a
+    cut ``R`` (of the union's members, switches floating as in :func:`cut_bound`) the
+    time is at least the *sum* over the collectives of the bytes each must move across
+    it, over the cut's capacity. The groups share what they share: one group alone may
+    use all of a box's NICs, eight concurrent groups cannot. Candidate cuts as in
+    :func:`candidate_cuts`.
+
+    Examples
+    --------
+    Two allreduces on disjoint halves of a ring of 8 each split the half-ring cuts:
+
+    >>> from topocoll.collective import allreduce
+    >>> from topocoll.topology import ring
+    >>> t = ring(8, bandwidth=1e9)
+    >>> one = cut_bound(allreduce((0, 2, 4, 6)), t, 8e9).time
+    >>> both = concurrent_cut_bound([allreduce((0, 2, 4, 6)), allreduce((1, 3, 5, 7))], t,
+    ...                             8e9).time
+    >>> one, both
+    (4.0, 8.0)
+    """
+    colls = list(collectives)
+    if not colls:
+        return CutBound(0.0)
+    R = topology.num_ranks
+    union = np.zeros(R, dtype=bool)
+    prepared = []
+    for c in colls:
+        members, pre, post = _prepare(c, topology)
+        mask = np.zeros(R, dtype=bool)
+        mask[members] = True
+        if (union & mask).any():
+            raise TopologyError("concurrent collectives must have disjoint ranks",
+                                item=f"rank {int(np.flatnonzero(union & mask)[0])}")
+        union |= mask
+        prepared.append((c, mask, _classes(pre, post, R)))
+    X = _candidate_masks(topology) & union
+    k = X.sum(axis=1)
+    X = _unique_rows(X[(k > 0) & (k < int(union.sum()))])
+    if not len(X):
+        return CutBound(0.0)
+    out = np.zeros(len(X))
+    inn = np.zeros(len(X))
+    for c, mask, cl in prepared:
+        o, i = _crossing(cl, X & mask, c.is_reduction)
+        b = c.chunk_bytes(message_bytes)
+        out += o * b
+        inn += i * b
+    need = (out > 0) | (inn > 0)
+    if not need.any():
+        return CutBound(0.0)
+    X, out, inn = X[need], out[need], inn[need]
+    cap_out, cap_in = _capacities_memo(topology, X, union)
+    best = CutBound(0.0)
+    for count, cap, name in ((out, cap_out, "out"), (inn, cap_in, "in")):
+        tm = count / cap
+        i = int(np.argmax(tm))
+        if tm[i] > best.time:
+            best = CutBound(float(tm[i]), tuple(np.flatnonzero(X[i]).tolist()), name,
+                            float(count[i]), float(cap[i]))
+    return best
+
+
 # ----------------------------------------------------------------------- total
 def lower_bound(collective: Collective, topology: Topology, message_bytes: float,
                 alpha: float = 0.0, *, cuts: Iterable[Sequence[int]] | None = None,
@@ -888,7 +955,9 @@ def lower_bound(collective: Collective, topology: Topology, message_bytes: float
     Returns
     -------
     Bound
-        ``time = max(latency, injection, cut)`` and the ``certificate`` that gives it.
+        ``time = max(latency, alpha + injection, alpha + cut)`` (the bandwidth parts
+        without ``alpha`` in the ``injection`` and ``cut`` fields) and the
+        ``certificate`` that gives it.
 
     Raises
     ------
@@ -907,7 +976,9 @@ def lower_bound(collective: Collective, topology: Topology, message_bytes: float
     and bandwidth parts are combined by ``max``, not ``+``: the model overlaps a
     transfer's latency with its serialization, and a schedule can have its
     latency-critical and bandwidth-critical steps in different places, so adding them is
-    not valid in general.
+    not valid in general. ``alpha`` is added to the bandwidth parts: every step (every
+    transfer, in the simulators) pays it before it moves a byte, so the bytes across the
+    critical cut cannot all have crossed before ``alpha`` plus their serialization.
 
     Examples
     --------
@@ -916,6 +987,8 @@ def lower_bound(collective: Collective, topology: Topology, message_bytes: float
     >>> b = lower_bound(allreduce(4), ring(4, bandwidth=1e9), 8e9)
     >>> b.time, b.binding, b.certificate
     (6.0, 'injection', "injection (ranks' own links)")
+    >>> lower_bound(allreduce(4), ring(4, bandwidth=1e9), 8e9, alpha=0.5).time
+    6.5
     """
     from ..topology import Topology as _Topology
 
@@ -940,7 +1013,11 @@ def lower_bound(collective: Collective, topology: Topology, message_bytes: float
         ex = cut_bound(collective, topology, message_bytes, method="exact")
         if ex.time >= cut.time:
             cut, how = ex, "cut (max-flow over every cut)"
-    parts = (("cut", cut.time), ("injection", inj), ("latency", lat))
+    # nothing moves before the first step's (or transfer's) overhead alpha is paid, and
+    # every later step pays it again: the bandwidth parts start after one alpha
+    a = float(alpha)
+    parts = (("cut", cut.time + a if cut.time > 0 else 0.0),
+             ("injection", inj + a if inj > 0 else 0.0), ("latency", lat))
     name, best = max(parts, key=lambda kv: kv[1])  # max keeps the first of equal values
     if best <= 0:
         name = "none"

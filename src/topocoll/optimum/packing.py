@@ -332,9 +332,13 @@ def _split_proportional(w, caps, pieces, roots, need, chk) -> None:
     # hand out what rounding left, one unit at a time, largest remainders first
     r = np.array([ins[u] for u in U]) - q.sum(axis=1)
     c = np.array([outs[t] for t in T]) - q.sum(axis=0)
-    frac = y - q
-    flat = np.unravel_index(np.argsort(-frac, axis=None, kind="stable"), frac.shape)
-    order = [(i, j) for i, j in zip(*flat, strict=True)
+    # remainders equal up to the fitting's rounding are ties, broken along anti-diagonals
+    # ((i + j) mod |T|, then i: a Latin square, so every row and column gets one unit
+    # before any gets two); the order is canonical, never the sort's or the CPU's
+    frac = np.round(y - q, 9)
+    ii, jj = np.indices(frac.shape)
+    flat = np.lexsort((ii.ravel(), ((ii + jj) % len(T)).ravel(), -frac.ravel()))
+    order = [(i, j) for i, j in zip(*np.unravel_index(flat, frac.shape), strict=True)
              if U[i] != T[j]]
     while r.sum() and c.sum():
         moved = False

@@ -134,10 +134,57 @@ class SweepSpec:
         return out
 
 
+def _real(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_sample(sample: dict, source: str) -> None:
+    """Every field of ``sample:`` checked (a draw that cannot be made is refused here,
+    not after the grid has run)."""
+    unknown = sorted(set(sample) - {"count", "seed", "options"})
+    if unknown:
+        raise InputError(f"{source}: unknown sample field {unknown[0]!r} (valid: count, "
+                         "options, seed)", item=f"field 'sample.{unknown[0]}'")
+    count = sample.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InputError(f"{source}: 'sample.count' must be a positive integer, got "
+                         f"{count!r}", item="field 'sample.count'")
+    seed = sample.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"{source}: 'sample.seed' must be an integer, got {seed!r}",
+                         item="field 'sample.seed'")
+    opts = sample.get("options") or {}
+    if not isinstance(opts, dict) or not opts:
+        raise InputError(f"{source}: 'sample.options' maps option names to ranges",
+                         item="field 'sample.options'")
+    for k, r in opts.items():
+        item = f"field 'sample.{k}'"
+        if not isinstance(r, dict) or not ("choices" in r or ("low" in r and "high" in r)):
+            raise InputError(f"{source}: sample option {k!r} needs choices or low and high",
+                             item=item)
+        if "choices" in r:
+            if not isinstance(r["choices"], list) or not r["choices"]:
+                raise InputError(f"{source}: sample option {k!r}: choices must be a "
+                                 "non-empty list", item=item)
+            continue
+        lo, hi = r["low"], r["high"]
+        if not (_real(lo) and _real(hi)) or lo > hi:
+            raise InputError(f"{source}: sample option {k!r}: low and high must be numbers "
+                             f"with low <= high, got {lo!r} and {hi!r}", item=item)
+        if r.get("log") and lo <= 0:
+            raise InputError(f"{source}: sample option {k!r}: a log range needs low > 0, "
+                             f"got {lo!r}", item=item)
+        if r.get("integer") and (int(lo) != lo or int(hi) != hi):
+            raise InputError(f"{source}: sample option {k!r}: integer ranges take whole "
+                             f"numbers, got {lo!r} and {hi!r}", item=item)
+
+
 def parse_sweep(doc: dict, source: str = "sweep",
-                known_commands: set[str] | None = None) -> SweepSpec:
+                known_commands: set[str] | None = None,
+                options_of=None) -> SweepSpec:
     """A :class:`SweepSpec` from a mapping, every field checked (``known_commands``, when
-    given, the command names that exist).
+    given, the command names that exist; ``options_of(command)``, when given, the set of
+    option names that command takes).
 
     Raises
     ------
@@ -168,10 +215,8 @@ def parse_sweep(doc: dict, source: str = "sweep",
     sample = doc.get("sample") or {}
     if not isinstance(sample, dict):
         raise InputError(f"{source}: 'sample' is a mapping", item="field 'sample'")
-    for k, r in (sample.get("options") or {}).items():
-        if not isinstance(r, dict) or not ("choices" in r or ("low" in r and "high" in r)):
-            raise InputError(f"{source}: sample option {k!r} needs choices or low and high",
-                             item=f"field 'sample.{k}'")
+    if sample:
+        _check_sample(sample, source)
     rep = doc.get("repeat", 1)
     if isinstance(rep, bool) or not isinstance(rep, int) or rep < 1:
         raise InputError(f"{source}: 'repeat' must be a positive integer", item="field 'repeat'")
@@ -179,13 +224,29 @@ def parse_sweep(doc: dict, source: str = "sweep",
     if clash:
         raise InputError(f"{source}: option {clash[0]!r} is both in grid and fixed",
                          item=f"field '{clash[0]}'")
+    drawn = set(sample.get("options") or {})
+    for where, names in (("grid", grid), ("fixed", fixed)):
+        both = sorted(drawn & set(names))
+        if both:
+            raise InputError(f"{source}: option {both[0]!r} is both sampled and in {where} "
+                             "(the draw would silently replace it)",
+                             item=f"field 'sample.{both[0]}'")
+    if options_of is not None:
+        valid = options_of(cmd.strip())
+        for where, names in (("grid", grid), ("fixed", fixed), ("sample", drawn)):
+            for k in names:
+                if k != "_" and k not in valid:
+                    raise InputError(
+                        f"{source}: {cmd.strip()!r} has no option {k!r} (in {where}; "
+                        f"valid: {', '.join(sorted(valid))})", item=f"field '{where}.{k}'")
     return SweepSpec(cmd.strip(), dict(grid), dict(fixed), dict(sample), rep,
                      str(doc.get("name", "")))
 
 
-def load_sweep(path: str | Path, known_commands: set[str] | None = None) -> SweepSpec:
+def load_sweep(path: str | Path, known_commands: set[str] | None = None,
+               options_of=None) -> SweepSpec:
     """A sweep spec from a YAML or JSON file."""
     from ..topology.io import read_mapping
 
     p = Path(path)
-    return parse_sweep(read_mapping(p), str(p), known_commands)
+    return parse_sweep(read_mapping(p), str(p), known_commands, options_of)

@@ -80,6 +80,28 @@ def _best_ring_applies(topology: Topology, group: tuple[int, ...]) -> str | None
     return None
 
 
+#: Allreduces that reduce-scatter and all-gather per-rank blocks (``2 N (N - 1)`` entries).
+_SPLIT_ALLREDUCE = frozenset({"ring", "bidirectional_ring", "direct"})
+#: Bytes per (transfer, chunk) entry of a one-chunk transfer in the schedule's columns
+#: (source, destination, op, chunk pointer and id: a 4,096-rank ring allreduce's 33.5 M
+#: transfers take about 700 MB, i.e. ~21 B, plus the cost model's per-transfer arrays).
+SCHEDULE_BYTES_PER_ENTRY = 25
+#: Default limit on a schedule's estimated size (``TOPOCOLL_MAX_SCHEDULE_BYTES``).
+MAX_SCHEDULE_BYTES = 8 * 2**30
+
+
+def max_schedule_bytes() -> float:
+    """The limit on a schedule's estimated bytes: ``$TOPOCOLL_MAX_SCHEDULE_BYTES`` or
+    :data:`MAX_SCHEDULE_BYTES`."""
+    import os
+
+    raw = os.environ.get("TOPOCOLL_MAX_SCHEDULE_BYTES")
+    try:
+        return float(raw) if raw else float(MAX_SCHEDULE_BYTES)
+    except ValueError:
+        return float(MAX_SCHEDULE_BYTES)
+
+
 #: Pipeline depths `topocoll compare` tries for the tree-packing schedules.
 _BATCHES = {"batches": (1, 4, 16, 64, 256)}
 
@@ -123,11 +145,34 @@ class Synthesizer:
 
     def __call__(self, topology: Topology, **options) -> Schedule:
         options = self.coerce(options)
-        reason = self.applies(topology, tuple(options.get("ranks") or range(topology.num_ranks)))
+        group = tuple(options.get("ranks") or range(topology.num_ranks))
+        reason = self.applies(topology, group)
         if reason:
             raise NotSupportedError(f"{self.name} {self.kind} does not apply to "
                                     f"{topology.name}: {reason}")
+        need = self.memory_estimate(len(group))
+        if need > max_schedule_bytes():
+            raise NotSupportedError(
+                f"{self.name} {self.kind} on {len(group):,} ranks moves at least "
+                f"{self.min_entries(len(group)):,} chunk blocks: about {need / 2**30:.1f} GiB "
+                f"as a schedule, over the {max_schedule_bytes() / 2**30:.0f} GiB limit "
+                "(TOPOCOLL_MAX_SCHEDULE_BYTES raises it)")
         return self.func(topology, **options)
+
+    def min_entries(self, n: int) -> int:
+        """Fewest (transfer, chunk) entries any schedule of this algorithm on ``n`` ranks
+        holds: every rank's block passes to every other rank once for the gathers,
+        scatters and all-to-alls (twice, reduce-scatter then all-gather, for the
+        allreduces that split the buffer per rank); 0 where no such floor is known."""
+        if self.kind in ("allgather", "reduce_scatter", "alltoall"):
+            return n * (n - 1)
+        if self.kind == "allreduce" and self.name in _SPLIT_ALLREDUCE:
+            return 2 * n * (n - 1)
+        return 0
+
+    def memory_estimate(self, n: int) -> float:
+        """Bytes of the schedule's column arrays at :meth:`min_entries` (a floor)."""
+        return SCHEDULE_BYTES_PER_ENTRY * self.min_entries(n)
 
     def options(self) -> dict[str, Any]:
         """The options ``func`` takes besides the topology, with their defaults."""

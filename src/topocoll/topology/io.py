@@ -375,23 +375,51 @@ def _astra_mapping(source: Any) -> Mapping[str, Any]:
     return data
 
 
+#: YAML 1.2's floats: PyYAML follows YAML 1.1, where ``1e-7`` (no dot) is a string.
+_FLOAT_12 = r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?
+|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+|[-+]?\.(?:inf|Inf|INF)
+|\.(?:nan|NaN|NAN))$"""
+_LOADER = None
+
+
+def _strict_loader():
+    global _LOADER
+    if _LOADER is None:
+        import re
+
+        import yaml
+
+        class _Strict(yaml.SafeLoader):
+            def construct_mapping(self, node, deep=False):
+                keys = set()
+                for k, _ in node.value:
+                    key = self.construct_object(k, deep=True)
+                    if isinstance(key, str | int | float | bool) and key in keys:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key!r}", k.start_mark)
+                    keys.add(key)
+                return super().construct_mapping(node, deep)
+
+        # numbers the way a user means them: 1e-7 is a float (integers stay integers:
+        # the 1.1 int resolver comes first for plain digits)
+        _Strict.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_FLOAT_12, re.X),
+                                      list("-+0123456789."))
+        _LOADER = _Strict
+    return _LOADER
+
+
 def yaml_text(text: str, item: str) -> Any:
-    """Safe YAML (no Python objects) that refuses a key given twice in one mapping."""
+    """Safe YAML (no Python objects) that refuses a key given twice in one mapping and
+    reads numbers as YAML 1.2 does (``1e-7`` is a float).
+
+    >>> yaml_text("a: 1e-7\nb: 3\nc: 1.5\nd: 1e9x", "x")
+    {'a': 1e-07, 'b': 3, 'c': 1.5, 'd': '1e9x'}
+    """
     import yaml
 
-    class _Strict(yaml.SafeLoader):
-        def construct_mapping(self, node, deep=False):
-            keys = set()
-            for k, _ in node.value:
-                key = self.construct_object(k, deep=True)
-                if isinstance(key, str | int | float | bool) and key in keys:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", k.start_mark)
-                keys.add(key)
-            return super().construct_mapping(node, deep)
-
     try:
-        return yaml.load(text, Loader=_Strict)
+        return yaml.load(text, Loader=_strict_loader())
     except yaml.YAMLError as e:
         raise TopologyError(f"{item}: invalid YAML: {' '.join(str(e).split())}",
                             item=item) from None

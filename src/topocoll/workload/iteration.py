@@ -53,7 +53,12 @@ from ..selection import ScheduleCache, choose
 from ..topology import Topology
 from .compute import ELEMENT_BYTES, layer_compute, stage_extras
 from .devices import Device
-from .memory import MemoryReport, check_fits, memory_per_gpu, stage_layers, stage_parameters
+from .memory import (
+    MemoryReport,
+    check_configuration,
+    stage_layers,
+    stage_parameters,
+)
 from .models import Transformer
 from .parallel import Parallelism, groups
 
@@ -174,6 +179,26 @@ class CollectiveCoster:
             self._memo[key] = {int(i): float(frac[i]) for i in np.flatnonzero(frac > 0)}
         return self._memo[key]
 
+    def _share_bound(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
+                     size: float) -> None:
+        """The bound of ``label``'s group when every group of ``groups`` runs at once:
+        the larger of its own and the groups' concurrent cut bound (what they share,
+        such as a box's NICs, counted once for all of them). A time below it was costed
+        with the group alone (``concurrent_bound_s`` in the record says so)."""
+        from ..optimum import concurrent_cut_bound
+
+        key = ("shared bound", kind, tuple(map(tuple, groups)), float(size))
+        if key not in self._memo:
+            colls = [make_collective(kind, tuple(g), 1) for g in groups]
+            self._memo[key] = concurrent_cut_bound(colls, self.topology, size).time
+        rec = self.chosen[label]
+        shared = self._memo[key]
+        rec["concurrent_groups"] = len(groups)
+        rec["concurrent_bound_s"] = shared
+        if rec["bound_s"] is not None and shared > rec["bound_s"]:
+            rec["bound_s"] = shared
+            rec["bound_fraction"] = shared / rec["time_s"]
+
     def time_all(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
                  size: float) -> float:
         """Seconds for ``kind`` run by every group at once. The algorithm is chosen on the
@@ -181,6 +206,8 @@ class CollectiveCoster:
         schedules overlaid step by step) and the cost model charges the shared links;
         without, the first group's time (groups costed alone)."""
         t1 = self.time(label, kind, tuple(groups[0]), size)
+        if self.bounds and len(groups) >= 2 and t1 > 0.0 and label in self.chosen:
+            self._share_bound(label, kind, groups, size)
         if not self.contention or len(groups) < 2 or t1 == 0.0:
             return t1
         key = ("all", kind, tuple(map(tuple, groups)), float(size))
@@ -255,17 +282,7 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     if par.world > topology.num_ranks:
         raise InputError(f"--parallel uses {par.world} ranks but {topology.name} has "
                          f"{topology.num_ranks}", item="--parallel")
-    if model.heads % par.tp:
-        raise InputError(f"tp={par.tp} must divide the model's {model.heads} heads",
-                         item="tp")
-    if model.moe and model.experts % par.ep:
-        raise InputError(f"ep={par.ep} must divide the model's {model.experts} experts",
-                         item="ep")
-    if not model.moe and par.ep > 1:
-        raise InputError("ep > 1 needs a mixture-of-experts model", item="ep")
-    mem = memory_per_gpu(model, par)
-    if check_memory:
-        check_fits(mem, device)
+    mem = check_configuration(model, par, device, check_memory=check_memory)
     cc = coster or CollectiveCoster(topology, model=cost_model, algorithms=algorithms,
                                     cache=cache, contention=contention)
     b, s, h, t = par.micro_batch, model.seq, model.hidden, par.tp
@@ -327,11 +344,13 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
     for st in range(par.pp):
         p = stage_parameters(model, par, st)
         g = ELEMENT_BYTES * p
-        # alone, every stage's groups are translates of the first (one choose per size);
-        # with contention, the groups of this stage
+        # alone, every stage's groups are translates of the first stage's (one choose per
+        # size; their concurrent bound is the first stage's); with contention, the groups
+        # of this stage
         stage_groups = [dp_ranks]
-        if cc.contention and par.order == "tp-dp-pp":
-            stage_groups = [gr for gr in dp_all if gr[0] // (par.tp * par.dp) == st] or \
+        if par.order == "tp-dp-pp":
+            on = st if cc.contention else dp_ranks[0] // (par.tp * par.dp)
+            stage_groups = [gr for gr in dp_all if gr[0] // (par.tp * par.dp) == on] or \
                 [dp_ranks]
         t_rs = t_ag = 0.0
         if par.zero >= 1 or dear:

@@ -28,7 +28,8 @@ from .models import Transformer
 from .parallel import Parallelism
 
 __all__ = ["StageMemory", "MemoryReport", "memory_per_gpu", "stage_layers",
-           "stage_parameters", "check_fits", "activation_bytes_per_layer"]
+           "stage_parameters", "check_fits", "activation_bytes_per_layer",
+           "check_configuration"]
 
 
 def stage_layers(model: Transformer, par: Parallelism) -> list[int]:
@@ -141,3 +142,28 @@ def check_fits(report: MemoryReport, device: Device) -> None:
             f"{st.optimizer / g:.1f}, activations {st.activations / g:.1f}); try more "
             f"tp/pp, --zero, --recompute or a smaller --micro-batch",
             item=f"stage {st.stage}")
+
+
+def check_configuration(model: Transformer, par: Parallelism, device: Device, *,
+                        check_memory: bool = True) -> MemoryReport:
+    """Refuse a configuration the model cannot be split by or the device cannot hold; the
+    one check every consumer of a configuration runs (the iteration model, the task graph
+    and its exporters). Returns the per-GPU memory report.
+
+    Raises
+    ------
+    InputError
+        Naming ``tp``, ``ep`` or the memory that does not fit.
+    """
+    if model.heads % par.tp:
+        raise InputError(f"tp={par.tp} must divide the model's {model.heads} heads",
+                         item="tp")
+    if model.moe and model.experts % par.ep:
+        raise InputError(f"ep={par.ep} must divide the model's {model.experts} experts",
+                         item="ep")
+    if not model.moe and par.ep > 1:
+        raise InputError("ep > 1 needs a mixture-of-experts model", item="ep")
+    mem = memory_per_gpu(model, par)
+    if check_memory:
+        check_fits(mem, device)
+    return mem

@@ -76,6 +76,11 @@ class Parallelism:
         if gb % (self.micro_batch * self.dp):
             raise InputError(f"global_batch={gb} is not a multiple of micro_batch x dp = "
                              f"{self.micro_batch * self.dp}", item="global_batch")
+        if gb // (self.micro_batch * self.dp) > MAX_MICRO_BATCHES:
+            raise InputError(f"global_batch={gb} is {gb // (self.micro_batch * self.dp):,} "
+                             f"micro-batches per replica; at most {MAX_MICRO_BATCHES:,} "
+                             "(the pipeline is simulated micro-batch by micro-batch)",
+                             item="global_batch")
         if self.dp % self.ep:
             raise InputError(f"ep={self.ep} must divide dp={self.dp}", item="ep")
         if self.zero not in (0, 1, 2, 3) or isinstance(self.zero, bool):
@@ -120,6 +125,9 @@ class Parallelism:
         return replace(self, **changes)
 
 
+#: Most micro-batches per replica and iteration (the pipeline is simulated one by one).
+MAX_MICRO_BATCHES = 65_536
+
 _KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "ep": "ep", "mb": "micro_batch",
          "micro_batch": "micro_batch", "gb": "global_batch", "global_batch": "global_batch",
          "zero": "zero", "sp": "sequence_parallel", "sequence_parallel": "sequence_parallel",
@@ -127,9 +135,13 @@ _KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "ep": "ep", "mb": "micro_batch",
          "order": "order"}
 
 
-def parse_parallel(text: str, **defaults) -> Parallelism:
+def parse_parallel(text: str, *, world: int | None = None, **defaults) -> Parallelism:
     """A :class:`Parallelism` from ``"tp=8,pp=8,dp=16[,ep=..,mb=..,gb=..,zero=..,sp=1,
-    recompute=..,interleave=..]"``; ``defaults`` fill what the text leaves out.
+    recompute=..,interleave=..]"``; ``defaults`` fill what the text leaves out, and
+    ``world`` (GPUs), when given, sets ``dp = world / (tp x pp)`` if the text has no dp.
+
+    >>> parse_parallel("tp=2,ep=8", world=64).label()
+    'tp=2,pp=1,dp=32,ep=8,mb=1,gb=32'
 
     Raises
     ------
@@ -164,6 +176,12 @@ def parse_parallel(text: str, **defaults) -> Parallelism:
             except ValueError:
                 raise InputError(f"parallelism {k} must be an integer, got {v!r}",
                                  item=f"--parallel '{k}'") from None
+    if world is not None and "dp" not in seen:
+        tp_pp = fields.get("tp", 1) * fields.get("pp", 1)
+        if world % tp_pp:
+            raise InputError(f"--parallel: --gpus {world} is not a multiple of tp x pp = "
+                             f"{tp_pp}", item="--parallel")
+        fields["dp"] = world // tp_pp
     return Parallelism(**fields)
 
 

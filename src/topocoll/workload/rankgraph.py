@@ -35,7 +35,7 @@ from __future__ import annotations
 from ..errors import InputError
 from .compute import ELEMENT_BYTES, block_compute_time, stage_extras
 from .devices import Device
-from .memory import stage_layers, stage_parameters
+from .memory import check_configuration, stage_layers, stage_parameters
 from .models import Transformer
 from .parallel import Parallelism, groups
 from .taskgraph import TaskGraph, TaskNode
@@ -56,17 +56,21 @@ def _order(pp: int, st: int, m: int) -> list[tuple[str, int]]:
     return seq
 
 
-def iteration_graph(model: Transformer, par: Parallelism, device: Device) -> TaskGraph:
+def iteration_graph(model: Transformer, par: Parallelism, device: Device, *,
+                    check_memory: bool = True) -> TaskGraph:
     """The task graph of one iteration (see the module docstring).
 
     Raises
     ------
     InputError
-        For expert parallelism or interleaving, which are not laid out.
+        For expert parallelism or interleaving, which are not laid out, and for a
+        configuration :func:`~topocoll.workload.memory.check_configuration` refuses (the
+        same check as the iteration model's; ``check_memory=False`` skips the memory).
     """
     if par.ep > 1 or par.interleave > 1:
         raise InputError("the task graph lays out tp, pp and dp (no ep, no interleaving)",
                          item="--parallel")
+    check_configuration(model, par, device, check_memory=check_memory)
     b, s, h, t = par.micro_batch, model.seq, model.hidden, par.tp
     m = par.micro_batches
     act = ELEMENT_BYTES * b * s * h
