@@ -182,7 +182,14 @@ def size_opt(text: str, option: str = "--size") -> float:
     if n <= 0:
         raise InputError(f"{option}: size must be > 0 bytes (a time is asked for), got "
                          f"{text!r}", item=option)
+    if n > MAX_MESSAGE_BYTES:
+        raise InputError(f"{option}: {text!r} is more than 1 PiB per collective (no "
+                         "accelerator holds it)", item=option)
     return n
+
+
+#: Largest message size a command accepts (1 PiB): beyond it a time is nonsense.
+MAX_MESSAGE_BYTES = 2**50
 
 
 def time_opt(text: str, option: str) -> float:

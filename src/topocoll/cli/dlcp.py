@@ -59,6 +59,9 @@ def dlcp(
         raise InputError(f"--window must be 1..1000000, got {window}", item="--window")
     buf = int(parse_size(buffer))
     pay = int(parse_size(payload))
+    if buf < 64:
+        raise InputError(f"--buffer must hold at least one 64 B packet, got {buffer}",
+                         item="--buffer")
     if not 64 <= pay <= buf:
         raise InputError(f"--payload must be 64 B .. the buffer ({buf} B), got {payload}",
                          item="--payload")

@@ -149,8 +149,13 @@ def parse_network(text: str, cost_classes: Sequence[str] | None = None) -> Libra
         if not isinstance(doc, dict):
             raise InputError(f"{p}: a LIBRA network file is a mapping", item=str(p))
         for key in ("Topology", "NpusCount"):
-            if not isinstance(doc.get(key), list):
-                raise InputError(f"{p}: field {key!r} must be a list", item=f"field '{key}'")
+            if key not in doc:
+                raise InputError(f"{p}: missing field {key!r} (a LIBRA network file has "
+                                 "Topology, NpusCount and optionally CostDimension)",
+                                 item=f"field '{key}'")
+            if not isinstance(doc[key], list):
+                raise InputError(f"{p}: field {key!r} must be a list, got "
+                                 f"{type(doc[key]).__name__}", item=f"field '{key}'")
         if len(doc["Topology"]) != len(doc["NpusCount"]):
             raise InputError(f"{p}: Topology and NpusCount differ in length",
                              item="field 'NpusCount'")

@@ -223,6 +223,8 @@ def load_schedule(path: str | os.PathLike) -> Schedule:
     path = Path(path)
     if path.is_dir():
         raise ScheduleError(f"{path}: is a directory, not a schedule file", kind="format")
+    if not path.exists():
+        raise ScheduleError(f"{path}: no such schedule file", kind="format")
     if path.suffix == ".npz":
         return _load_npz(path)
     try:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import NotSupportedError, TopologyError
+from ..errors import InputTypeError, NotSupportedError, TopologyError
 from ..topology import Topology
 
 __all__ = ["resolve_group", "resolve_order", "block_index", "require", "gather_parts",
@@ -19,6 +19,10 @@ DEFAULT_SIZE = 2.0**30
 
 def resolve_group(topology: Topology, ranks: Sequence[int] | None) -> tuple[int, ...]:
     """The participating ranks: ``ranks`` (validated) or every rank of the topology."""
+    if not isinstance(topology, Topology):
+        raise InputTypeError(f"topology must be a Topology, got {type(topology).__name__} "
+                             f"{topology!r:.60} (a spec string goes through "
+                             "topocoll.topology.parse_spec)", item="topology")
     if ranks is None:
         return tuple(range(topology.num_ranks))
     group = tuple(int(r) for r in ranks)

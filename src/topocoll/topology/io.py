@@ -154,10 +154,52 @@ def topology_from_dict(data: Mapping[str, Any] | str, *, name: str = "topology")
     label = data.get("name", name)
     if not isinstance(label, str):
         raise TopologyError(f"name must be a string, got {label!r}", item="field 'name'")
-    return Topology(label, num_ranks, num_switches, tuple(links),
+    topo = Topology(label, num_ranks, num_switches, tuple(links),
                     node_latency=tuple(time_field(x, f"node {i}") for i, x in enumerate(fwd)),
                     dims=_dims(data.get("dims", ())), routing=data.get("routing", "shortest"),
                     meta=dict(meta))
+    check_dims_cabled(topo)
+    return topo
+
+
+def check_dims_cabled(topology: Topology) -> None:
+    """Refuse ``dims`` that the links do not form: a ``ring`` or ``line`` dimension needs a
+    link each way between neighbours along it, ``fully_connected`` between every pair
+    (``switch`` dimensions are not checked). Declared dims drive dimension-order routing,
+    the hierarchical algorithms and the ASTRA-sim export, so a wrong one is silent nonsense.
+
+    >>> from topocoll.topology import line, torus
+    >>> check_dims_cabled(torus((4,)))
+    >>> import dataclasses
+    >>> check_dims_cabled(dataclasses.replace(line(4), dims=torus((4,)).dims))
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.TopologyError: dims: dimension 0 is a ring of 4, but no link joins rank 3 to rank 0 (neighbours along it)
+    """
+    if not topology.dims:
+        return
+    pairs = {(lk.src, lk.dst) for lk in topology.links}
+    stride = 1
+    for i, d in enumerate(topology.dims):
+        for r in range(topology.num_ranks):
+            x = (r // stride) % d.size
+            base = r - x * stride
+            if d.kind == "ring":
+                others = [(x + 1) % d.size]
+            elif d.kind == "line":
+                others = [x + 1] if x + 1 < d.size else []
+            elif d.kind == "fully_connected":
+                others = [y for y in range(x + 1, d.size)]
+            else:
+                others = []
+            for y in others:
+                q = base + y * stride
+                if (r, q) not in pairs or (q, r) not in pairs:
+                    kind = d.kind.replace("_", " ")
+                    raise TopologyError(f"dims: dimension {i} is a {kind} of {d.size}, but no "
+                                        f"link joins rank {r} to rank {q} (neighbours along "
+                                        "it)", item="field 'dims'")
+        stride *= d.size
 
 
 def save_topology(topology: Topology, path: str | os.PathLike) -> Path:
@@ -413,7 +455,7 @@ def yaml_text(text: str, item: str) -> Any:
     """Safe YAML (no Python objects) that refuses a key given twice in one mapping and
     reads numbers as YAML 1.2 does (``1e-7`` is a float).
 
-    >>> yaml_text("a: 1e-7\nb: 3\nc: 1.5\nd: 1e9x", "x")
+    >>> yaml_text("a: 1e-7\\nb: 3\\nc: 1.5\\nd: 1e9x", "x")
     {'a': 1e-07, 'b': 3, 'c': 1.5, 'd': '1e9x'}
     """
     import yaml

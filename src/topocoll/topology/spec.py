@@ -454,6 +454,12 @@ def parse_spec(text: str) -> Topology:
     key = _ALIASES.get(name, name)
     gen = _GENERATORS.get(key)
     if gen is None:
+        import os
+
+        if not rest and os.path.isfile(text.strip()):
+            raise TopologyError(f"{text.strip()}: a topology file is .yaml, .yml or .json (or an "
+                                "ASTRA-sim network.yml); a spec such as ring:8 is given "
+                                "directly, not in a file", item=f"file '{text.strip()}'")
         raise TopologyError(f"unknown generator {name!r} (valid: {', '.join(GENERATOR_NAMES)})",
                             item=f"generator '{name}'")
     o = _parse_args(name, gen, rest)
