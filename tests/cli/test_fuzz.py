@@ -145,6 +145,14 @@ def files(tmp_path_factory) -> Path:
     doubled["steps"][0] = doubled["steps"][0] + doubled["steps"][0][:1]
     (d / "doubled.json").write_text(json.dumps(doubled))
     (d / "existing").write_text("already here")
+    (d / "t_good.txt").write_text("ring:8\n")
+    (d / "libra_empty.json").write_text("{}")
+    line = "".join(f"- {{src: {i}, dst: {j}, bandwidth: 1e9}}\n" for i in range(3)
+                   for j in (i + 1,)) + "".join(f"- {{src: {i + 1}, dst: {i}, bandwidth: 1e9}}\n"
+                                                for i in range(3))
+    (d / "lineasring.yaml").write_text(
+        "type: topocoll.topology\nversion: 1\nnum_ranks: 4\n"
+        "dims: [{kind: ring, size: 4, bandwidth: 1e9, latency: 0}]\nlinks:\n" + line)
     ok_sweep = ("command: compare\ngrid:\n  topology: [ring:4]\n"
                 "fixed: {collective: allreduce, algorithm: ring, size: 1KiB}\n")
     (d / "sweep_ok.yaml").write_text(ok_sweep)
@@ -518,6 +526,13 @@ CLI: list[tuple[str, list[str], int, str]] = [
                              "-p", "tp=1,pp=1,dp=8", "-t", "hier:switch(8)"], 2, "fit"),
     ("synth-ring-too-big", ["synth", "-t", "ring:16384", "-a", "ring", "-o", "{d}/big.npz"],
      2, "GiB"),
+    ("validate-ring-dims-over-a-line", ["topology", "validate", "{d}/lineasring.yaml"], 2,
+     "no link joins rank 3 to rank 0"),
+    ("validate-spec-in-a-txt-file", ["topology", "validate", "{d}/t_good.txt"], 2, ".yaml"),
+    ("compare-size-absurd", ["compare", "-t", "ring:4", "-s", "1e100"], 2, "PiB"),
+    ("dlcp-buffer-zero", ["dlcp", "--buffer", "0"], 2, "--buffer"),
+    ("libra-network-no-topology", ["libra", "--network", "{d}/libra_empty.json"], 2,
+     "missing field 'Topology'"),
 ]
 
 
@@ -654,6 +669,10 @@ def _api():
          "topology"),
         ("synth-too-big", lambda: find_algorithm("ring", "allreduce")(ring(16384)),
          TopocollError, "GiB"),
+        ("synth-spec-string", lambda: ring_allreduce("ring:8"), TypeError, "topology"),
+        ("load-schedule-missing", lambda: load_schedule("nope.json"), TopocollError,
+         "nope.json"),
+        ("torus-bw-keyword", lambda: torus((4, 4), bw="400Gbps"), TypeError, "bw"),
     ]
 
 

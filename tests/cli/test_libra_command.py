@@ -92,3 +92,25 @@ def test_libra_cost_model_file(tmp_path):
     r = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--cost-model",
                             str(tmp_path / "neg.yml")])
     assert r.exit_code == 2 and "Link" in r.output
+
+
+def test_check_that_disagrees_says_so_and_ranks_the_allocations():
+    """Issue 28: the optimum is 1.12x faster than the equal split in LIBRA's model but the
+    flow check takes 2.39x the modelled time; the record flags it and ranks the optimum,
+    the equal split and the user's allocation at flow level."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from topocoll.cli import app
+
+    r = CliRunner().invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--check",
+                                 "--compare", "125,125,125,125", "--json"])
+    assert r.exit_code == 0, r.output
+    c = _json.loads(r.stdout)["check"]
+    assert c["ratio"] > 1.1 and c["disagrees"] is True
+    assert set(c["checked_s"]) == {"optimum", "equal split", "compare"}
+    assert c["best_checked"] == min(c["checked_s"], key=c["checked_s"].get)
+    assert c["checked_s"]["optimum"] == c["flow_iteration_s"]
+    r = CliRunner().invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--check"])
+    assert r.exit_code == 0 and "warning" in r.output and "disagrees" in r.output

@@ -66,3 +66,21 @@ def test_train_with_the_packet_backend_on_a_small_case():
     # packets (headers, serialization per hop) never beat the fluid alpha-beta time
     assert p["iteration_s"] >= a["iteration_s"] * (1 - 1e-9)
     assert p["iteration_s"] == pytest.approx(a["iteration_s"], rel=0.2)
+
+
+def test_layered_models_take_the_global_batch():
+    """Issue 28: resnet50 on 16 GPUs with --global-batch 512 trains 32 samples per GPU (it
+    ran 16 in all before, silently)."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from topocoll.cli import app
+
+    r = CliRunner().invoke(app, ["train", "-m", "resnet50", "-t", "dgx:2", "--global-batch",
+                                 "512", "--json"])
+    assert r.exit_code == 0, r.output
+    assert _json.loads(r.stdout)["parallel"] == "dp=16,mb=32,gb=512"
+    r1 = CliRunner().invoke(app, ["train", "-m", "resnet50", "-t", "dgx:2", "--micro-batch",
+                                  "32", "--json"])
+    assert _json.loads(r1.stdout)["iteration_s"] == _json.loads(r.stdout)["iteration_s"]
