@@ -110,3 +110,37 @@ def test_verify_rejects_broken_file(tmp_path):
     assert "missing_contributions" in r.stderr
     f.write_text("{not json")
     assert run("verify", str(f), code=2).stderr.startswith("error:")
+
+
+def test_every_command_takes_json():
+    """The README's promise: every command takes --json (export workload and report did
+    not, issue 28)."""
+    import typer.main
+
+    from topocoll.cli import app as _app
+
+    def walk(c, path):
+        subs = getattr(c, "commands", None)
+        if subs:
+            for n, s in subs.items():
+                yield from walk(s, [*path, n])
+        else:
+            yield " ".join(path), {o for p in c.params if p.param_type_name == "option"
+                                   for o in p.opts}
+
+    missing = [name for name, opts in walk(typer.main.get_command(_app), [])
+               if "--json" not in opts]
+    assert not missing, missing
+
+
+def test_study_outside_a_checkout_names_the_output(tmp_path, monkeypatch):
+    """Issue 28: `study validation` run anywhere wrote into ./docs/studies; now it asks for
+    --output unless it runs at a checkout's root."""
+    from typer.testing import CliRunner
+
+    from topocoll.cli import app as _app
+
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(_app, ["study", "validation", "--rows", "1"])
+    assert r.exit_code == 2 and "--output" in r.stderr
+    assert not (tmp_path / "docs").exists()

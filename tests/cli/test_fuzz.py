@@ -146,6 +146,8 @@ def files(tmp_path_factory) -> Path:
     (d / "doubled.json").write_text(json.dumps(doubled))
     (d / "existing").write_text("already here")
     (d / "t_good.txt").write_text("ring:8\n")
+    (d / "garbage_et").mkdir()
+    (d / "garbage_et" / "w.0.et").write_text("garbage\n")
     (d / "libra_empty.json").write_text("{}")
     line = "".join(f"- {{src: {i}, dst: {j}, bandwidth: 1e9}}\n" for i in range(3)
                    for j in (i + 1,)) + "".join(f"- {{src: {i + 1}, dst: {i}, bandwidth: 1e9}}\n"
@@ -531,6 +533,9 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("validate-spec-in-a-txt-file", ["topology", "validate", "{d}/t_good.txt"], 2, ".yaml"),
     ("compare-size-absurd", ["compare", "-t", "ring:4", "-s", "1e100"], 2, "PiB"),
     ("dlcp-buffer-zero", ["dlcp", "--buffer", "0"], 2, "--buffer"),
+    ("study-output-unwritable", ["study", "libra", "-o", "/proc/st"], 2, "--output"),
+    ("import-chakra-not-a-trace", ["import", "chakra", "{d}/garbage_et"], 2,
+     "not a Chakra execution trace"),
     ("libra-network-no-topology", ["libra", "--network", "{d}/libra_empty.json"], 2,
      "missing field 'Topology'"),
 ]

@@ -114,3 +114,20 @@ def test_check_that_disagrees_says_so_and_ranks_the_allocations():
     assert c["checked_s"]["optimum"] == c["flow_iteration_s"]
     r = CliRunner().invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "--check"])
     assert r.exit_code == 0 and "warning" in r.output and "disagrees" in r.output
+
+
+def test_the_readme_s_libra_files_are_shipped_and_run():
+    """The README's LIBRA-format example reads files that ship in examples/libra."""
+    import json as _json
+    from pathlib import Path
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "libra"
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "examples/libra/4d_network.yml" in readme
+    r = runner.invoke(app, ["libra", "--network", str(ex / "4d_network.yml"), "--workload",
+                            str(ex / "GPT_3.txt"), "--communicator", str(ex / "GPT_3_4d.yml"),
+                            "--objective", "perf", "-c", "B0 + B1 + B2 + B3 == 500", "--json"])
+    assert r.exit_code == 0, r.output
+    d = _json.loads(r.stdout)
+    assert d["status"] == "optimal" and d["workload"] == "GPT_3"
+    assert d["time_s"] <= d["equal_split_time_s"]

@@ -214,3 +214,40 @@ def test_killed_rank_fails_every_other_rank_quickly(testbed_name):
     # the rank that saw the dead peer directly names it
     assert any("(rank 1)" in t or "peers [" in t and "1" in t for t in outs.values())
     assert sorted(down(testbed_name)) == sorted(tb.ns(v) for v in tb.nodes)
+
+
+def test_sigterm_takes_the_bench_down_like_a_normal_exit():
+    """Issue 28: `timeout 55 topocoll testbed bench ...` (SIGTERM) left its namespaces and
+    the delay line running. SIGTERM now ends the command through its clean-up: exit 143,
+    no namespace, interface or delay-line process left."""
+    name = unique_name()
+    pfx = f"tcb{name}"
+    p = subprocess.Popen([sys.executable, "-m", "topocoll", "testbed", "bench", "-t",
+                          "ring:4,bw=100Mbps,lat=1ms", "--algorithms", "ring", "-s", "256MiB",
+                          "--iters", "100", "--delay", "relay", "--name", name],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        relay = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            if len(_ours(pfx)) >= 5:          # four ranks and the delay line are up
+                relay = subprocess.run(["ip", "netns", "pids", f"{pfx}-d"],
+                                       capture_output=True, text=True).stdout.split()
+                if relay:
+                    break
+            time.sleep(0.1)
+        assert relay and p.poll() is None, f"testbed never came up: {p.stderr.read()}"
+        time.sleep(1.0)                        # the workers are running
+        p.terminate()
+        p.wait(timeout=60)
+        assert p.returncode == 143, p.stderr.read()
+        assert not _ours(pfx), "SIGTERM left namespaces or interfaces behind"
+        for _ in range(100):
+            if not any(os.path.exists(f"/proc/{pid}") for pid in relay):
+                break
+            time.sleep(0.05)
+        assert not any(os.path.exists(f"/proc/{pid}") for pid in relay), "delay line left"
+    finally:
+        if p.poll() is None:
+            p.kill()
+        down(name)

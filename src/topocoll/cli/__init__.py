@@ -31,5 +31,14 @@ __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "sche
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. SIGTERM (``timeout``, a scheduler's kill) ends the
+    command as SIGINT does: by an exception, so every ``finally`` runs (the testbed takes
+    down its namespaces and delay line) before the process exits with 128 + 15."""
+    import signal
+
+    def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)    # clean-up is not interrupted
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     app(prog_name="topocoll")

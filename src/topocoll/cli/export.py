@@ -99,6 +99,7 @@ def export_workload(
         = "astra",
     device: Annotated[str, typer.Option(help="Device preset for compute times.")]
         = "a100-80g",
+    as_json: JsonOpt = False,
 ) -> None:
     """Write a model and parallelism as an ASTRA-sim 1.0, LIBRA or AICB text workload."""
     from ..workload import (
@@ -127,6 +128,10 @@ def export_workload(
         header={"model_parallel_NPU_group": par.tp, "all_gpus": par.world,
                 "vpp": m.layers})
     output.write_text(text)
+    if as_json:
+        print_json({"written": [str(output)], "model": m.name, "parallel": par.label(),
+                    "layers": m.layers, "dialect": dialect})
+        return
     out.print(f"{m.layers} layers of {m.name} ({par.label()}) written to {output} "
               f"({dialect})", highlight=False)
 

@@ -16,9 +16,10 @@ __all__ = ["study"]
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
               help="Study to run: swing, validation, libra, topoopt or dlcp.")],
-          output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the "
-                                               "results page, JSON and figures.")]
-          = Path("docs/studies"),
+          output: Annotated[Path | None, typer.Option(
+              "--output", "-o", help="Directory for the results page, JSON and figures "
+                                     "(default: docs/studies of a topocoll checkout, when "
+                                     "run from its root).")] = None,
           topology: Annotated[list[str] | None, typer.Option(
               "--topology", "-t", help="Restrict to torus:AxB... or hyperx:AxB; repeatable.")]
           = None,
@@ -31,6 +32,11 @@ def study(name: Annotated[str, typer.Argument(
     """Regenerate a paper reproduction (tables, JSON and figures)."""
     from rich.progress import Progress
 
+    from ..errors import NotSupportedError
+
+    if name not in STUDIES:
+        raise NotSupportedError(f"unknown study {name!r} (available: {', '.join(STUDIES)})")
+    output = _output_dir(output)
     if name == "validation":
         _validation(output, rows, as_json)
         return
@@ -44,7 +50,6 @@ def study(name: Annotated[str, typer.Argument(
         _dlcp(output, as_json)
         return
 
-    from ..errors import NotSupportedError
     from ..studies.swing import (
         TOPOLOGIES,
         StudySetup,
@@ -53,9 +58,6 @@ def study(name: Annotated[str, typer.Argument(
         write_study,
     )
 
-    if name != "swing":
-        raise NotSupportedError(f"unknown study {name!r} (available: swing, validation, "
-                                f"libra, topoopt, dlcp)")
     if routing not in ("spray", "shortest", "ecmp"):
         raise NotSupportedError(f"routing must be spray, shortest or ecmp, got {routing!r}")
     setup = StudySetup(routing=routing)
@@ -79,6 +81,34 @@ def study(name: Annotated[str, typer.Argument(
                   f"{sp.min():.2f}x..{sp.max():.2f}x (at 32 B: {sp[0]:.2f}x over {names[0]})",
                   highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+#: The studies ``topocoll study`` regenerates.
+STUDIES = ("swing", "validation", "libra", "topoopt", "dlcp")
+
+
+def _output_dir(output: Path | None) -> Path:
+    """The study's output directory, checked before any work: given, or the checkout's
+    ``docs/studies`` when run from its root (never a ``docs/studies`` made anywhere)."""
+    import tempfile
+
+    from ..errors import InputError
+
+    if output is None:
+        output = Path("docs/studies")
+        if not output.is_dir():
+            raise InputError("no docs/studies here (run from a topocoll checkout's root, or "
+                             "name a directory with --output)", item="--output")
+    if output.exists() and not output.is_dir():
+        raise InputError(f"--output {output}: exists and is not a directory", item="--output")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output):
+            pass
+    except OSError as e:
+        raise InputError(f"--output {output}: cannot write there ({e.strerror or e})",
+                         item="--output") from None
+    return output
 
 
 def _validation(output: Path, rows: str | None, as_json: bool) -> None:
@@ -114,10 +144,17 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     if as_json:
         print_json({"written": [str(p) for p in paths]})
         return
+    from rich.table import Table
+
+    tab = Table(title="Megatron SC'21 Table 1: achieved TFLOP/s per GPU, paper vs ours")
+    for col in ("parameters", "parallelism", "paper TFLOP/s", "ours TFLOP/s", "error",
+                "calibrated TFLOP/s", "error "):
+        tab.add_column(col, justify="left" if col == "parallelism" else "right")
     for a, b in zip(plain, cal, strict=True):
-        out.print(f"{a.params_b:7.1f}B {a.parallel:44s} paper {a.paper_tflops:4.0f}  ours "
-                  f"{a.tflops:6.1f} ({100 * a.error:+5.1f}%)  calibrated {b.tflops:6.1f} "
-                  f"({100 * b.error:+5.1f}%)", highlight=False)
+        tab.add_row(f"{a.params_b:.1f} B", a.parallel, f"{a.paper_tflops:.0f}",
+                    f"{a.tflops:.1f}", f"{100 * a.error:+.1f}%", f"{b.tflops:.1f}",
+                    f"{100 * b.error:+.1f}%")
+    out.print(tab)
     others = [b for b in cal if b is not cal[(picked or [0]).index(cal_row)]]
     out.print(f"mean |error|: {100 * mean_abs_error(plain):.1f}% with data-sheet constants; "
               f"{100 * mean_abs_error(others):.1f}% on the other rows with gemm_max "

@@ -157,7 +157,8 @@ def query(db: Annotated[Path, typer.Argument(help="DuckDB file of a sweep.")],
 def report(db: Annotated[Path, typer.Argument(help="DuckDB file of a sweep.")],
            output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")]
            = Path("report.html"),
-           title: Annotated[str, typer.Option(help="Page title.")] = "topocoll sweep") -> None:
+           title: Annotated[str, typer.Option(help="Page title.")] = "topocoll sweep",
+           as_json: JsonOpt = False) -> None:
     """Write a self-contained HTML report (figures and sortable tables) of a sweep."""
     from ..sweep import SweepStore, write_report
 
@@ -169,4 +170,7 @@ def report(db: Annotated[Path, typer.Argument(help="DuckDB file of a sweep.")],
         p = write_report(store, output, title)
     finally:
         store.close()
+    if as_json:
+        print_json({"written": [str(p)], "db": str(db)})
+        return
     out.print(f"report written to {p}", highlight=False)

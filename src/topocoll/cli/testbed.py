@@ -136,8 +136,8 @@ def testbed_bench(topology: TopoOpt,
         if a != "torch":
             find_algorithm(a, collective)
     name = name or f"b{os.getpid()}"
-    tb = up(topo, name=name, spec=topology, delay=delay)
-    try:
+    try:        # a kill while the testbed is coming up still takes all of it down
+        tb = up(topo, name=name, spec=topology, delay=delay)
         rows = bench(tb, topo, algs, int(M), collective=collective, iters=iters)
     finally:
         down(name)
@@ -214,9 +214,9 @@ def testbed_dlcp(topology: Annotated[str, typer.Option("--topology", "-t")]
         raise InputError(f"--size must be 1 B .. 1 GiB, got {size}", item="--size")
     name = name or f"d{os.getpid()}"
     limits = band_limits(queue_packets) if bands else None
-    tb = up(topo, name=name, spec=topology, queue_packets=queue_packets,
-            band_limits=limits, delay="off" if bands else "auto")
-    try:
+    try:        # a kill while the testbed is coming up still takes all of it down
+        tb = up(topo, name=name, spec=topology, queue_packets=queue_packets,
+                band_limits=limits, delay="off" if bands else "auto")
         if contend is not None:
             rows = compare_contended(tb, topo, [(src, dst, M, 1), (contend, dst, M, 6)],
                                      window=window, queue_packets=queue_packets,

@@ -218,8 +218,14 @@ def read_chakra(path: str | Path, *, groups: Mapping[str, Sequence[int]] | None 
         fh = protolib.openFileRd(str(f))
         try:
             meta = pb.GlobalMetadata()
-            if not protolib.decodeMessage(fh, meta):
-                raise InputError(f"{f}: empty trace", item=str(f))
+            try:
+                if not protolib.decodeMessage(fh, meta):
+                    raise InputError(f"{f}: empty trace", item=str(f))
+            except InputError:
+                raise
+            except Exception as e:         # not a Chakra trace at all
+                raise InputError(f"{f}: not a Chakra execution trace (its metadata does not "
+                                 f"decode: {e})", item=str(f)) from None
             raw = []
             while True:
                 n = pb.Node()
