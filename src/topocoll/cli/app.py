@@ -107,6 +107,19 @@ _PIPE_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
 out = Console(soft_wrap=True, width=_PIPE_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
+
+def busy(what: str, as_json: bool = False):
+    """A spinner with the elapsed time on stderr for work that may take seconds: shown only
+    when stderr is a terminal, never with ``--json``, gone when the work ends. Returns the
+    rich Progress; ``bar.update(bar.task_ids[0], description=...)`` says what runs now.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=err, transient=True, disable=as_json or not err.is_terminal)
+    bar.add_task(what, total=None)
+    return bar
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TopoOpt = Annotated[str, typer.Option("--topology", "-t",
                                       help="Generator spec (e.g. torus:8x8,bw=400Gbps) or a file.")]

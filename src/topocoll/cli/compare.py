@@ -18,6 +18,7 @@ from .app import (
     RootOpt,
     TopoOpt,
     app,
+    busy,
     collective_opt,
     handle_errors,
     load_topo,
@@ -64,9 +65,12 @@ def compare(topology: TopoOpt,
                          f"transfers); name the algorithms to run with -a (at most "
                          f"{COMPARE_MAX_RANKS:,} ranks without it)", item="--algorithm")
     skipped: list[tuple[str, str]] = []
-    rows = compare_algorithms(t, collective, sizes, algorithms=algorithm,
-                              ranks=coll.ranks if ranks else None, root=root, model=model,
-                              skipped=skipped, cache=schedule_cache(no_cache))
+    with busy(f"compare on {t.name}", as_json) as bar:
+        rows = compare_algorithms(
+            t, collective, sizes, algorithms=algorithm, ranks=coll.ranks if ranks else None,
+            root=root, model=model, skipped=skipped, cache=schedule_cache(no_cache),
+            progress=lambda name: bar.update(bar.task_ids[0],
+                                             description=f"compare on {t.name}: {name}"))
     if as_json:
         print_json([r.to_dict() for r in rows])
         return

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .app import JsonOpt, app, choice_opt, handle_errors, model_opt, out, print_json
+from .app import JsonOpt, app, busy, choice_opt, handle_errors, model_opt, out, print_json
 
 __all__ = ["import_app", "import_chakra"]
 
@@ -74,7 +74,8 @@ def import_chakra(
     if (astra_network is None) != (astra_system is None):
         raise InputError("--astra-network and --astra-system go together",
                          item="--astra-system")
-    g = read_chakra(trace, groups=pg, kineto=kineto)
+    with busy(f"reading {trace}", as_json):
+        g = read_chakra(trace, groups=pg, kineto=kineto)
     if astra_network is not None:
         from ..topology.io import read_astra_network
         from ..workload.astra_compat import AstraCoster, read_astra_system
@@ -89,7 +90,8 @@ def import_chakra(
     if contention and astra_network is not None:
         raise InputError("--contention uses our schedules; ASTRA-sim's compatibility mode "
                          "has its own rules", item="--contention")
-    r = replay(g, coster, timeline=trace_out is not None, contention=contention)
+    with busy(f"replaying {g.ranks} ranks", as_json):
+        r = replay(g, coster, timeline=trace_out is not None, contention=contention)
     if trace_out is not None:
         write_timeline(r.tasks, trace_out)
     kinds: dict[str, int] = {}

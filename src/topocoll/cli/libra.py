@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .app import JsonOpt, app, choice_opt, handle_errors, out, print_json, time_opt
+from .app import JsonOpt, app, busy, choice_opt, handle_errors, out, print_json, time_opt
 
 __all__ = ["libra"]
 
@@ -151,7 +151,9 @@ def libra(
         rec["compare"] = {"bandwidth_GBps": mine, "time_s": t_mine,
                           "cost_usd": cost(net, mine), "speedup": t_mine / r.time_s}
     if check:
-        rec["check"] = _checked(net, w, r, tm, chosen, mine, check_allocation, equal_split)
+        with busy("flow-level check", as_json):
+            rec["check"] = _checked(net, w, r, tm, chosen, mine, check_allocation,
+                                    equal_split)
     rec["network"] = [{"block": d.block, "size": d.size, "cost_class": d.cost_class}
                       for d in net.dims]
     rec["workload"] = w.name

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .app import JsonOpt, app, err, handle_errors, out, print_json
+from .app import JsonOpt, app, busy, err, handle_errors, out, print_json
 
 __all__ = ["study"]
 
@@ -134,10 +134,11 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
             raise InputError(f"--rows: Table 1 has rows 1..{len(SC21_TABLE1)}, got {rows!r}",
                              item="--rows")
     dev = find_device("a100-80g")
-    plain = run_validation(picked, device=dev)
-    cal_row = picked[0] if picked else 0
-    cdev = calibrate_gemm(cal_row, device=dev)
-    cal = run_validation(picked, device=cdev)
+    with busy("validation: Megatron SC'21 Table 1", as_json):
+        plain = run_validation(picked, device=dev)
+        cal_row = picked[0] if picked else 0
+        cdev = calibrate_gemm(cal_row, device=dev)
+        cal = run_validation(picked, device=cdev)
     paths = write_validation(output, plain, cal, dev, cdev,
                              calibration_row=(picked or list(range(len(SC21_TABLE1))))
                              .index(cal_row))

@@ -12,6 +12,7 @@ from .app import (
     JsonOpt,
     NoCacheOpt,
     app,
+    busy,
     choice_opt,
     handle_errors,
     load_topo,
@@ -161,8 +162,9 @@ def train(
     if dear and no_overlap:
         raise InputError("--dear overlaps the reduction; it cannot go with --no-overlap",
                          item="--dear")
-    r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap, dear=dear,
-                           timeline=trace_path is not None, coster=coster)
+    with busy(f"{mdl.name} on {t.name}: costing collectives", as_json):
+        r = simulate_iteration(mdl, base, t, dev, overlap_dp=not no_overlap, dear=dear,
+                               timeline=trace_path is not None, coster=coster)
     graph_rec = None
     if task_graph:
         from ..workload.rankgraph import iteration_graph
