@@ -533,6 +533,11 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("validate-spec-in-a-txt-file", ["topology", "validate", "{d}/t_good.txt"], 2, ".yaml"),
     ("compare-size-absurd", ["compare", "-t", "ring:4", "-s", "1e100"], 2, "PiB"),
     ("dlcp-buffer-zero", ["dlcp", "--buffer", "0"], 2, "--buffer"),
+    ("query-not-duckdb", ["query", "{d}/scalar.json", "select 1"], 2, "scalar.json"),
+    ("query-missing", ["query", "{d}/nothing.duckdb", "select 1"], 2, "nothing.duckdb"),
+    ("report-not-duckdb", ["report", "{d}/scalar.json", "-o", "{d}/r.html"], 2, "scalar.json"),
+    ("report-not-html", ["report", "{d}/scalar.json", "-o", "{d}/r.txt"], 2, "r.txt"),
+    ("demo-output-dir", ["demo", "-o", "{d}/no/such/dir/r.md"], 2, "r.md"),
     ("study-output-unwritable", ["study", "libra", "-o", "/proc/st"], 2, "--output"),
     ("import-chakra-not-a-trace", ["import", "chakra", "{d}/garbage_et"], 2,
      "not a Chakra execution trace"),
@@ -695,6 +700,22 @@ def test_api_bad_input(name, call, exc, item):
                 call()
             assert item.lower() in str(info.value).lower(), f"{name}: {info.value}"
     assert time.perf_counter() - t0 < LIMIT_S
+
+
+def test_every_command_has_a_bad_input_case():
+    import typer.main
+
+    def walk(c, path):
+        subs = getattr(c, "commands", None)
+        if subs:
+            for n, s in subs.items():
+                yield from walk(s, [*path, n])
+        else:
+            yield path
+
+    missing = [" ".join(w) for w in walk(typer.main.get_command(app), [])
+               if not any(args[:len(w)] == w for _, args, _, _ in CLI)]
+    assert not missing, f"commands without a bad-input case: {missing}"
 
 
 def test_the_table_is_large_enough():

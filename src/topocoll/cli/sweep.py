@@ -42,6 +42,7 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..sweep import BACKENDS, SweepStore, load_sweep, run_sweep
+    from ..sweep.store import is_duckdb
     from .runner import run_argv
 
     if workers < 1:
@@ -58,7 +59,7 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
     s = load_sweep(spec, known, _options_of)
     if db.is_dir() or not db.parent.exists():
         raise InputError(f"{db}: cannot write a database there", item=str(db))
-    if db.exists() and db.stat().st_size and not _is_duckdb(db):
+    if db.is_file() and db.stat().st_size and not is_duckdb(db):
         raise InputError(f"{db} exists and is not a DuckDB database (refusing to touch it)",
                          item=str(db))
     store = SweepStore(db)
@@ -117,12 +118,6 @@ def _options_of(command: str) -> set[str]:
                          f"{', '.join(sorted(cmd.commands))}", item="field 'command'")
     return {o[2:].replace("-", "_") for p in cmd.params if p.param_type_name == "option"
             for o in (*p.opts, *p.secondary_opts) if o.startswith("--")}
-
-
-def _is_duckdb(path: Path) -> bool:
-    """DuckDB's file header: a checksum, then the magic bytes ``DUCK`` at offset 8."""
-    with open(path, "rb") as f:
-        return f.read(12)[8:12] == b"DUCK"
 
 
 @app.command()

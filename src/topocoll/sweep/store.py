@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["SweepStore", "SCHEMA"]
+__all__ = ["SweepStore", "SCHEMA", "is_duckdb"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS points (
@@ -40,6 +40,12 @@ CREATE TABLE IF NOT EXISTS points (
 """
 
 
+def is_duckdb(path: str | Path) -> bool:
+    """DuckDB's file header: a checksum, then the magic bytes ``DUCK`` at offset 8."""
+    with open(path, "rb") as f:
+        return f.read(12)[8:12] == b"DUCK"
+
+
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -53,6 +59,9 @@ class SweepStore:
         self.path = Path(path)
         if read_only and not self.path.exists():
             raise InputError(f"no sweep database at {self.path}", item=str(self.path))
+        if self.path.is_file() and self.path.stat().st_size and not is_duckdb(self.path):
+            raise InputError(f"{self.path} exists and is not a DuckDB database (refusing to "
+                             "touch it)", item=str(self.path))
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as e:
