@@ -140,3 +140,24 @@ def test_query_and_report_commands(tmp_path):
     assert r.exit_code == 0 and (tmp_path / "r.html").stat().st_size > 10_000
     r = runner.invoke(app, ["query", str(tmp_path / "none.duckdb"), "SELECT 1"])
     assert r.exit_code == 2 and "none.duckdb" in r.output
+
+
+def test_the_docs_example_spec_is_valid(tmp_path):
+    """docs/sweeps.md's example crashed (exit 3: YAML 1.1 read 1e-7 as a string) and sampled
+    an option its grid also set; it is checked whole now, as the CLI checks it."""
+    import re
+    from pathlib import Path
+
+    from topocoll.cli import app
+    from topocoll.cli.sweep import _options_of
+    from topocoll.sweep import load_sweep
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "sweeps.md").read_text()
+    spec = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    (tmp_path / "s.yaml").write_text(spec)
+    known = {c.name for c in app.registered_commands if c.name} | {
+        c.callback.__name__ for c in app.registered_commands if not c.name}
+    s = load_sweep(tmp_path / "s.yaml", known, _options_of)
+    assert len(s.points()) == 16
+    alphas = {p.options["alpha"] for p in s.points()}
+    assert all(isinstance(a, float) and 1e-7 <= a <= 1e-5 for a in alphas)
