@@ -31,7 +31,7 @@ __all__ = ["app", "out", "err", "handle_errors", "load_topo", "print_json", "par
            "JsonOpt", "TopoOpt", "BackendOpt", "NoCacheOpt", "schedule_cache", "OneLineGroup",
            "fail", "REPORT_URL", "size_opt", "time_opt", "rate_opt", "choice_opt",
            "collective_opt", "model_opt", "BACKENDS", "AlphaOpt", "CollectiveOpt", "RanksOpt",
-           "RootOpt"]
+           "RootOpt", "busy", "MAX_MESSAGE_BYTES"]
 
 #: Where internal errors should be reported.
 REPORT_URL = "https://github.com/topocoll/topocoll/issues"

@@ -26,7 +26,8 @@ from . import (
     two_level,
 )
 
-__all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer"]
+__all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer",
+           "max_schedule_bytes", "MAX_SCHEDULE_BYTES", "SCHEDULE_BYTES_PER_ENTRY"]
 
 
 _RING_VARIANTS = {"variant": ring.VARIANTS}

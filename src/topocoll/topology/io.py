@@ -37,7 +37,7 @@ from .hierarchical import multi_dim
 
 __all__ = ["TYPE_TAG", "FORMAT_VERSION", "topology_to_dict", "topology_from_dict", "save_topology",
            "load_topology_file", "read_astra_network", "write_astra_network", "read_mapping",
-           "yaml_text", "json_text"]
+           "yaml_text", "json_text", "check_dims_cabled"]
 
 TYPE_TAG = "topocoll.topology"
 FORMAT_VERSION = 1

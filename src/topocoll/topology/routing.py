@@ -49,17 +49,32 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import TopologyError
 
-if TYPE_CHECKING:
-    from .core import Topology
 
-__all__ = ["ROUTINGS", "Routes", "routes", "path_routes", "shortest_path_nodes", "spread_paths"]
+class RoutedFabric(Protocol):
+    """What routing reads of a fabric (:class:`~topocoll.topology.core.Topology` has it):
+    a structural type, so that this module does not import ``core``, which imports it."""
+
+    num_nodes: int
+    routing: str
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    link_bandwidth: np.ndarray
+    link_latency: np.ndarray
+    forwarding_latency: np.ndarray
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any: ...
+
+
+__all__ = ["ROUTINGS", "Routes", "routes", "path_routes", "shortest_path_nodes", "spread_paths",
+           "RoutedFabric"]
 
 #: Routing policies understood by :func:`routes` (and :meth:`Topology.routes`).
 ROUTINGS = ("shortest", "ecmp", "spray")
@@ -136,11 +151,11 @@ class _Graph:
         return len(self.src)
 
 
-def _graph(topology: Topology) -> _Graph:
+def _graph(topology: RoutedFabric) -> _Graph:
     return topology.memo("routing_graph", lambda: _build_graph(topology))
 
 
-def _build_graph(topology: Topology) -> _Graph:
+def _build_graph(topology: RoutedFabric) -> _Graph:
     n = topology.num_nodes
     src, dst = topology.link_src, topology.link_dst
     bw, lat = topology.link_bandwidth, topology.link_latency
@@ -425,7 +440,7 @@ def _as_pairs(pairs) -> np.ndarray:
     return np.ascontiguousarray(p, dtype=np.int64)
 
 
-def routes(topology: Topology, pairs, routing: str | None = None) -> Routes:
+def routes(topology: RoutedFabric, pairs, routing: str | None = None) -> Routes:
     """Route many ``(src, dst)`` node pairs at once.
 
     Parameters
@@ -489,7 +504,7 @@ def routes(topology: Topology, pairs, routing: str | None = None) -> Routes:
     return r
 
 
-def path_routes(topology: Topology, path_ptr: np.ndarray, path_nodes: np.ndarray,
+def path_routes(topology: RoutedFabric, path_ptr: np.ndarray, path_nodes: np.ndarray,
                 idx: np.ndarray) -> Routes:
     """Routes of transfers that carry explicit node paths.
 
@@ -556,7 +571,7 @@ def path_routes(topology: Topology, path_ptr: np.ndarray, path_nodes: np.ndarray
     return _from_bundles(g, bptr, seq, latency, hops)
 
 
-def shortest_path_nodes(topology: Topology, src: int, dst: int) -> tuple[int, ...]:
+def shortest_path_nodes(topology: RoutedFabric, src: int, dst: int) -> tuple[int, ...]:
     """The deterministic minimum-hop path from ``src`` to ``dst`` as a node tuple.
 
     Each hop goes to the neighbour reached by the lowest-index link that lies on a
@@ -583,7 +598,7 @@ def shortest_path_nodes(topology: Topology, src: int, dst: int) -> tuple[int, ..
     return (int(src), *(int(x) for x in g.dst[rep]))
 
 
-def spread_paths(topology: Topology, pairs, choice, *, spans: bool = False):
+def spread_paths(topology: RoutedFabric, pairs, choice, *, spans: bool = False):
     """Explicit minimum-hop node paths, one per ``(pair, choice)``, spread over the
     equal-cost next hops like per-packet ECMP.
 
