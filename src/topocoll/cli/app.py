@@ -30,7 +30,7 @@ from ..units import UnitError, parse_rate, parse_size, parse_time
 __all__ = ["app", "out", "err", "handle_errors", "load_topo", "print_json", "parse_ranks",
            "JsonOpt", "TopoOpt", "BackendOpt", "NoCacheOpt", "schedule_cache", "OneLineGroup",
            "fail", "REPORT_URL", "size_opt", "time_opt", "rate_opt", "choice_opt",
-           "collective_opt", "model_opt", "BACKENDS", "AlphaOpt", "CollectiveOpt", "RanksOpt",
+           "collective_opt", "model_opt", "AlphaOpt", "CollectiveOpt", "RanksOpt",
            "RootOpt", "busy", "MAX_MESSAGE_BYTES"]
 
 #: Where internal errors should be reported.
@@ -120,14 +120,14 @@ def busy(what: str, as_json: bool = False):
     bar.add_task(what, total=None)
     return bar
 
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TopoOpt = Annotated[str, typer.Option("--topology", "-t",
                                       help="Generator spec (e.g. torus:8x8,bw=400Gbps) or a file.")]
 BackendOpt = Annotated[str, typer.Option(
     "--backend", "-b",
-    help="Cost model: analytical (alpha-beta), flow, packet (simulators) or ns3 (needs ns-3).")]
-#: The cost models ``--backend`` names.
-BACKENDS = ("analytical", "flow", "packet", "ns3")
+    help="Cost model (topocoll list backends): analytical (alpha-beta), flow, packet "
+         "(simulators), ns3 (needs ns-3).")]
 AlphaOpt = Annotated[str, typer.Option(
     "--alpha", help="Per-transfer overhead (time with units: 2us, 500ns; a bare number is "
                     "seconds).")]
@@ -239,9 +239,9 @@ def choice_opt(value: str, choices, option: str) -> str:
 
 def model_opt(backend: str, alpha: str, **options):
     """The cost model of ``--backend`` with ``--alpha`` (validated before anything runs)."""
-    from ..sim.backends import cost_model
+    from ..sim.backends import backend_names, cost_model
 
-    choice_opt(backend, BACKENDS, "--backend")
+    choice_opt(backend, backend_names(), "--backend")
     return cost_model(backend, alpha=time_opt(alpha, "--alpha"), **options)
 
 

@@ -53,12 +53,13 @@ def import_chakra(
     """Replay a Chakra execution trace: compute, collectives and transfers per rank."""
     import json
 
+    from ..sim.backends import backend_names
     from ..topology.spec import parse_spec
     from ..workload import CollectiveCoster, write_timeline
     from ..workload.chakra_et import read_chakra
     from ..workload.taskgraph import replay
 
-    choice_opt(backend, ("analytical", "flow", "packet"), "--backend")
+    choice_opt(backend, backend_names(workload=True), "--backend")
     cm = model_opt(backend, "0")
     pg = None
     if groups is not None:

@@ -20,6 +20,7 @@ def catalog() -> dict[str, Any]:
     """Every list, as plain data (the ``--json`` output of ``topocoll list``)."""
     from ..collective import COLLECTIVE_KINDS
     from ..selection import algorithms_for
+    from ..sim.backends import BACKEND_TABLE
     from ..topology.spec import GENERATOR_USAGE
     from ..workload import DEVICES, LAYERED, MODELS
 
@@ -27,10 +28,7 @@ def catalog() -> dict[str, Any]:
         "algorithms": {k: [a.name for a in algorithms_for(k)] for k in COLLECTIVE_KINDS},
         "collectives": list(COLLECTIVE_KINDS),
         "generators": dict(GENERATOR_USAGE),
-        "backends": {"analytical": "alpha-beta with link congestion, steps as barriers",
-                     "flow": "flow-level simulator, max-min fair sharing, relaxed steps",
-                     "packet": "packet-level simulator: queues, priorities, ECN, transport",
-                     "ns3": "ns-3 (the ns3 extra)"},
+        "backends": {b.name: b.description for b in BACKEND_TABLE.values()},
         "models": {**{n: _model_line(m) for n, m in MODELS.items()},
                    **{n: f"{m.parameters / 1e6:,.1f}M params, {len(m.layers)} layers, "
                          f"{m.forward_flops / 1e9:.3g} GFLOP forward per sample"

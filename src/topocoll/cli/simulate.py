@@ -56,7 +56,7 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
              as_json: JsonOpt = False) -> None:
     """Simulate a schedule; per-transfer timing, busiest links, optional trace/heat map."""
     from ..sim import FlowSim, poisson_traffic
-    from ..sim.backends import cost_model
+    from ..sim.backends import backend_names, cost_model
     from ..sim.outputs import busiest_links, plot_utilization, write_trace, write_utilization_csv
     from ..sim.traffic import FLOW_SIZE_CDFS
     from .schedules import idle_note, output_path, verified_schedule
@@ -65,7 +65,7 @@ def simulate(schedule: Annotated[Path, typer.Argument(help="Schedule file (.json
     if backend in ("analytical", "ns3"):
         raise InputError(f"--backend: simulate supports flow and packet, not {backend} "
                          f"(`topocoll cost --backend {backend}` gives its time)", item="--backend")
-    choice_opt(backend, ("flow", "packet"), "--backend")
+    choice_opt(backend, backend_names(run=True), "--backend")
     M = size_opt(size)
     a = time_opt(alpha, "--alpha")
     choice_opt(background_dist, tuple(FLOW_SIZE_CDFS), "--background-dist")

@@ -93,6 +93,8 @@ def train(
     from dataclasses import replace
     from pathlib import Path
 
+    # everything is checked before anything runs
+    from ..sim.backends import backend_names
     from ..workload import (
         LAYERED,
         find_device,
@@ -103,8 +105,7 @@ def train(
         write_timeline,
     )
 
-    # everything is checked before anything runs
-    choice_opt(backend, ("analytical", "flow", "packet"), "--backend")
+    choice_opt(backend, backend_names(workload=True), "--backend")
     cm = model_opt(backend, "0")
     dev = find_device(device)
     if model.strip().lower() in LAYERED:
