@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 
 from .selection.compare import CompareRow
 from .units import format_rate, format_size, format_time
 
-__all__ = ["compare_table", "compare_markdown", "compare_csv", "demo_markdown"]
+__all__ = ["compare_table", "compare_markdown", "demo_markdown"]
 
 _HEADER = ("algorithm", "size", "time", "algbw", "busbw", "% of bound", "steps", "verified",
            "params")
@@ -42,20 +40,6 @@ def compare_markdown(rows: Sequence[CompareRow]) -> str:
     lines = ["| " + " | ".join(t[0]) + " |", "|" + "---|" * len(t[0])]
     lines += ["| " + " | ".join(r) + " |" for r in t[1:]]
     return "\n".join(lines) + "\n"
-
-
-def compare_csv(rows: Sequence[CompareRow]) -> str:
-    """CSV with one line per row, SI units, machine-readable column names."""
-    buf = io.StringIO()
-    fields = ["algorithm", "collective", "size_bytes", "time_s", "algbw_Bps", "busbw_Bps",
-              "bound_s", "bound_fraction", "verified", "steps", "transfers", "params", "model"]
-    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        d = r.to_dict()
-        d["params"] = ";".join(f"{k}={v}" for k, v in r.params.items())
-        w.writerow(d)
-    return buf.getvalue()
 
 
 def demo_markdown(sections: Sequence[tuple[str, str, Sequence[CompareRow]]], *,

@@ -38,8 +38,7 @@ from typing import ClassVar
 
 from ..errors import InputError
 
-__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "BandLimits", "ECNMarking",
-           "QUEUE_POLICIES"]
+__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "BandLimits", "ECNMarking"]
 
 
 def _check_buffer(buffer: int) -> None:
@@ -160,6 +159,3 @@ class ECNMarking:
     def mark(self, occupancy: int, size: int, priority: int) -> bool:
         return occupancy + size > self.threshold
 
-
-QUEUE_POLICIES = {"droptail": DropTail, "priority": StrictPriority, "selective": SelectiveDrop,
-                  "bands": BandLimits}

@@ -55,7 +55,6 @@ VIOLATION_KINDS = (
     "conflicting_writes", "reduce_in_copy_collective", "missing_data", "missing_contributions",
     "extra_contributions",
 )
-_K = {k: i for i, k in enumerate(VIOLATION_KINDS)}
 MERSENNE31 = (1 << 31) - 1
 
 
