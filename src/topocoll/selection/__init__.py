@@ -20,9 +20,10 @@ from .compare import (
     evaluate_candidates,
     route_entries,
 )
-from .portfolio import optimal_allgather, optimal_allreduce, optimal_reduce_scatter
+from .portfolio import portfolio_allgather, portfolio_allreduce, portfolio_reduce_scatter
 
 __all__ = ["choose", "Choice", "Candidate", "compare_algorithms", "evaluate_candidates",
            "Evaluated", "CompareRow", "route_entries", "MAX_ROUTE_ENTRIES", "ALGORITHMS",
            "KINDS", "algorithms_for", "find_algorithm", "synthesize", "ScheduleCache",
-           "default_cache_dir", "optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce"]
+           "default_cache_dir", "portfolio_allgather", "portfolio_reduce_scatter",
+           "portfolio_allreduce"]

@@ -21,9 +21,9 @@ from .cache import ScheduleCache
 
 __all__ = ["ALGORITHMS", "find_algorithm", "algorithms_for", "synthesize", "KINDS"]
 
-_PORTFOLIO = {"allgather": portfolio.optimal_allgather,
-              "reduce_scatter": portfolio.optimal_reduce_scatter,
-              "allreduce": portfolio.optimal_allreduce}
+_PORTFOLIO = {"allgather": portfolio.portfolio_allgather,
+              "reduce_scatter": portfolio.portfolio_reduce_scatter,
+              "allreduce": portfolio.portfolio_allreduce}
 
 
 def _as_user_sees(s: Synthesizer) -> Synthesizer:

@@ -37,7 +37,7 @@ from ..synth.timed import timed_schedule
 from ..topology import Topology
 from ..topology.symmetry import rank_symmetry
 
-__all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce", "auto_pick",
+__all__ = ["portfolio_allgather", "portfolio_reduce_scatter", "portfolio_allreduce", "auto_pick",
            "structured_candidates", "timed_in_reach", "AUTO_SLACK", "AUTO_WORK",
            "AUTO_DEEP_BUDGET", "AUTO_MAX_RANKS", "AUTO_MAX_SYMMETRIC", "AUTO_MAX_PORTFOLIO"]
 
@@ -209,7 +209,7 @@ def _optimal(kind: str, topology: Topology, ranks: Sequence[int] | None,
     return auto_pick(kind, topology, group, batched, parts, size, alpha, steps)
 
 
-def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
+def portfolio_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "auto", steps: int | None = None) -> Schedule:
@@ -222,7 +222,7 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> s = optimal_allgather(ring(4), size=2**20)
+    >>> s = portfolio_allgather(ring(4), size=2**20)
     >>> s.name, s.collective.kind
     ('optimal', 'allgather')
     """
@@ -230,34 +230,34 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
                     steps)
 
 
-def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
+def portfolio_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
                            batches: int | None = None, size: float = DEFAULT_SIZE,
                            alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                            pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """The reduce-scatter the algorithm name ``optimal`` stands for (see
-    :func:`optimal_allgather`).
+    :func:`portfolio_allgather`).
 
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> optimal_reduce_scatter(ring(4), size=2**20).collective.kind
+    >>> portfolio_reduce_scatter(ring(4), size=2**20).collective.kind
     'reduce_scatter'
     """
     return _optimal("reduce_scatter", topology, ranks, batches, size, alpha, budget,
                     pipeline, steps)
 
 
-def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
+def portfolio_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                       batches: int | None = None, size: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """The allreduce the algorithm name ``optimal`` stands for (see
-    :func:`optimal_allgather`).
+    :func:`portfolio_allgather`).
 
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> optimal_allreduce(ring(4), size=2**20).collective.kind
+    >>> portfolio_allreduce(ring(4), size=2**20).collective.kind
     'allreduce'
     """
     return _optimal("allreduce", topology, ranks, batches, size, alpha, budget, pipeline,

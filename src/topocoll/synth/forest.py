@@ -255,7 +255,7 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
         'batches' (default): ``P`` equal batches down the trees (:func:`choose_batches`).
         'timed': timed trees from the step-indexed tree LP (:mod:`~topocoll.synth.timed`;
         seconds per schedule). The fastest of these and other synthesizers is the
-        algorithm name ``optimal`` (:func:`topocoll.selection.optimal_allgather`).
+        algorithm name ``optimal`` (:func:`topocoll.selection.portfolio_allgather`).
         'weighted': then unequal batch sizes from
         :func:`~topocoll.synth.pipeline.batch_units` where they are faster (more chunks
         per block). 'fluid': every tree arc spreads its
