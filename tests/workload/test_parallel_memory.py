@@ -65,3 +65,21 @@ def test_a_config_that_does_not_fit_is_refused_naming_the_stage():
     with pytest.raises(InputError) as e:
         check_fits(rep, find_device("a100-80g"))
     assert e.value.item == "stage 0" and "does not fit" in str(e.value)
+
+
+def test_llama3_405b_as_meta_trained_it_fits_an_h100():
+    """Issue 31: TP 8, PP 16, DP 64, sequence 8,192, micro-batch 1, ZeRO-1, sequence
+    parallel, selective recompute ran on 80 GB H100s; the memory model said 90 GiB while a
+    gated MLP was counted as four tensors (8 s f bytes). Megatron-Core's fused SwiGLU keeps
+    the first projection's output and the second's input: 6 s f."""
+    from topocoll.workload import find_device, memory_per_gpu, parse_model, parse_parallel
+    from topocoll.workload.memory import check_configuration
+
+    m = parse_model("llama3-405b")
+    par = parse_parallel("tp=8,pp=16,dp=64,gb=2048,mb=1,zero=1,sp=1,recompute=selective")
+    rep, split, scores = m.layer_activation_terms()
+    s, h, f, kv = m.seq, m.hidden, m.ffn, m.kv_dim
+    assert split == 2 * s * (h + kv) + 2 * s * kv + 2 * s * h + 6 * s * f
+    mem = memory_per_gpu(m, par)
+    assert mem.peak / 2**30 < 80
+    check_configuration(m, par, find_device("h100"))          # does not raise

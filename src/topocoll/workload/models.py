@@ -214,11 +214,18 @@ class Transformer:
         activations (times ``top_k`` for experts) the second; softmax output, its dropout
         mask and output (``5 a s^2``; ``2 a s^2`` without dropout in llama) the third. For
         a gpt block with ``ffn = 4 hidden`` this is their ``s h (10 + 24) + 5 a s^2``.
+
+        A gated MLP (SwiGLU) keeps ``6 s f`` bytes, as Megatron-Core's fused SwiGLU does:
+        the activation saves only its input, the first projection's ``2 f`` outputs, and
+        recomputes SiLU and the product in the backward; the second projection saves its
+        ``f`` inputs (``megatron/core/fusions/fused_bias_swiglu.py``). Counting the gate,
+        the up projection, SiLU's output and the product separately (``8 s f``) put Meta's
+        Llama-3 405B configuration 10 GiB over an 80 GB H100 (issue 31).
         """
         s, h, f, kv = self.seq, self.hidden, self.ffn, self.kv_dim
         dropout = self.style != "llama"
         replicated = 4 * s * h + 2 * s * h + 2 * s * h + (2 * s * h if dropout else 0)
-        inner = (8 if self.gated else 4) * s * f * self.top_k
+        inner = (6 if self.gated else 4) * s * f * self.top_k
         split = 2 * s * (h + kv) + 2 * s * kv + 2 * s * h + inner
         scores = (5 if dropout else 2) * self.heads * s * s
         return float(replicated), float(split), float(scores)
