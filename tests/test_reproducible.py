@@ -5,8 +5,9 @@ The golden cases and the schedules whose choice rests on an LP or a float tie
 forests) are run again in a process that looks like another CPU: OpenBLAS forced onto
 another kernel and one thread, numpy's SIMD dispatch cut back to the baseline, another
 hash seed, and a busy loop on every core beside it (budgets count work, never seconds;
-this replaces the former busy-loop test of one schedule). Everything must come out the same: every number of
-every golden case (``tests/test_golden.py``'s comparison) and every schedule byte for byte.
+this replaces the former busy-loop test of one schedule). Everything must come out the
+same: every number of every golden case (``tests/test_golden.py``'s comparison) and every
+schedule byte for byte.
 
 What makes it hold is in :mod:`topocoll.numeric` (no BLAS, no SIMD transcendentals where a
 float decides something, stable sorts); :func:`test_library_avoids_cpu_dependent_calls`

@@ -115,21 +115,11 @@ def test_verify_rejects_broken_file(tmp_path):
 def test_every_command_takes_json():
     """The README's promise: every command takes --json (export workload and report did
     not, issue 28)."""
-    import typer.main
+    from _commands import leaf_commands
 
-    from topocoll.cli import app as _app
-
-    def walk(c, path):
-        subs = getattr(c, "commands", None)
-        if subs:
-            for n, s in subs.items():
-                yield from walk(s, [*path, n])
-        else:
-            yield " ".join(path), {o for p in c.params if p.param_type_name == "option"
-                                   for o in p.opts}
-
-    missing = [name for name, opts in walk(typer.main.get_command(_app), [])
-               if "--json" not in opts]
+    missing = [" ".join(words) for words, c in leaf_commands()
+               if "--json" not in {o for p in c.params if p.param_type_name == "option"
+                                   for o in p.opts}]
     assert not missing, missing
 
 

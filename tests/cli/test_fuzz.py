@@ -703,17 +703,9 @@ def test_api_bad_input(name, call, exc, item):
 
 
 def test_every_command_has_a_bad_input_case():
-    import typer.main
+    from _commands import leaf_commands
 
-    def walk(c, path):
-        subs = getattr(c, "commands", None)
-        if subs:
-            for n, s in subs.items():
-                yield from walk(s, [*path, n])
-        else:
-            yield path
-
-    missing = [" ".join(w) for w in walk(typer.main.get_command(app), [])
+    missing = [" ".join(w) for w, _ in leaf_commands()
                if not any(args[:len(w)] == w for _, args, _, _ in CLI)]
     assert not missing, f"commands without a bad-input case: {missing}"
 
