@@ -93,7 +93,6 @@ def train(
     from dataclasses import replace
     from pathlib import Path
 
-    # everything is checked before anything runs
     from ..sim.backends import backend_names
     from ..workload import (
         LAYERED,
@@ -105,6 +104,7 @@ def train(
         write_timeline,
     )
 
+    # everything is checked before anything runs
     choice_opt(backend, backend_names(workload=True), "--backend")
     cm = model_opt(backend, "0")
     dev = find_device(device)
@@ -205,6 +205,9 @@ def train(
     for label, c in r.collectives.items():
         frac = (f" ({100 * c['bound_fraction']:.1f}% of bound)"
                 if c["bound_fraction"] is not None else "")
+        if (c["bound_fraction"] or 0) > 1 + 1e-9:   # alone, faster than the groups can be
+            frac += (f"; {c['concurrent_groups']} groups at once cannot beat "
+                     f"{c['bound_s'] * 1e3:.4g} ms: --contention costs them together")
         out.print(f"  {label}: {c['algorithm']} on {c['ranks']} ranks, "
                   f"{c['time_s'] * 1e3:.4g} ms{frac}", highlight=False)
     if trace_path is not None:
