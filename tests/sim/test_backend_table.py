@@ -10,16 +10,16 @@ import pytest
 from typer.testing import CliRunner
 
 from topocoll.cli import app
-from topocoll.cost import AlphaBeta
+from topocoll.cost import AlphaBeta, CostModelBase, Simulator
 from topocoll.sim.backends import BACKEND_TABLE, Backend, backend_names, register_backend
 
 runner = CliRunner()
 
 
 @dataclass(frozen=True)
-class _Slow:
-    """A new cost model: the alpha-beta model's time doubled (only ``name`` and
-    ``evaluate``, the CostModel protocol)."""
+class _Slow(CostModelBase):
+    """A new cost model: the alpha-beta model's time doubled (``name`` and ``evaluate``;
+    ``evaluate_sizes`` from :class:`CostModelBase`)."""
 
     alpha: float = 0.0
     routing: str | None = None
@@ -75,3 +75,29 @@ def test_options_are_checked_against_the_row():
         cost_model("flow", mtu=1500)
     with pytest.raises(NotSupportedError, match="takes no option"):
         cost_model("analytical", mtu=1500)
+
+
+def test_the_protocols_state_what_the_backends_have():
+    """CostModel states evaluate and evaluate_sizes, Simulator adds run; every backend of
+    the table with capability run is a Simulator, every one is a CostModel (no hasattr)."""
+    from topocoll.cost import CostModel
+    from topocoll.sim.backends import cost_model
+
+    for name in backend_names():
+        if name == "ns3":
+            continue                         # importing ns-3 takes 20-30 s (tests/sim/test_ns3)
+        m = cost_model(name)
+        assert isinstance(m, CostModel)
+        assert isinstance(m, Simulator) == BACKEND_TABLE[name].run, name
+
+
+def test_a_subclass_that_changes_evaluate_changes_every_size():
+    """compare costs every size through evaluate_sizes: a model overriding evaluate alone
+    (CostModelBase's evaluate_sizes) is never bypassed."""
+    from topocoll.selection import compare_algorithms
+    from topocoll.topology import ring
+
+    t = ring(4)
+    base = compare_algorithms(t, "allreduce", [1e6, 1e8], algorithms=["ring"])
+    slow = compare_algorithms(t, "allreduce", [1e6, 1e8], algorithms=["ring"], model=_Slow())
+    assert [r.time_s for r in slow] == pytest.approx([2 * r.time_s for r in base], rel=1e-12)

@@ -8,10 +8,11 @@ choices included) is computed with. Lower bounds live in :mod:`topocoll.optimum`
 import warnings
 
 from .alphabeta import AlphaBeta
-from .base import CostModel, SimResult
+from .base import CostModel, CostModelBase, SimResult, Simulator
 from .kernel import barrier_time, model_time, step_loads
 
-__all__ = ["CostModel", "SimResult", "AlphaBeta", "barrier_time", "model_time", "step_loads"]
+__all__ = ["CostModel", "CostModelBase", "Simulator", "SimResult", "AlphaBeta", "barrier_time",
+           "model_time", "step_loads"]
 
 #: Names that moved to :mod:`topocoll.optimum` (issue 16); still reachable here, with a
 #: DeprecationWarning, until the next minor release.

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..optimum.bounds import lower_bound
 from ..topology.routing import Routes, path_routes, routes
-from .base import SimResult, check_inputs, check_model_options
+from .base import CostModelBase, SimResult, check_inputs, check_model_options
 from .kernel import step_charges
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ DENSE_PAIR_TABLE = 1 << 26
 
 
 @dataclass(frozen=True)
-class AlphaBeta:
+class AlphaBeta(CostModelBase):
     """Alpha-beta cost with congestion: each step costs its slowest transfer.
 
     Parameters

@@ -8,6 +8,7 @@ one call shape, so callers can swap fidelities without other changes.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from ..schedule import Schedule
     from ..topology import Topology
 
-__all__ = ["SimResult", "CostModel", "check_model_options", "check_inputs"]
+__all__ = ["SimResult", "CostModel", "Simulator", "CostModelBase", "check_model_options",
+           "check_inputs"]
 
 
 def check_model_options(alpha: float | str, routing: str | None) -> float:
@@ -211,7 +213,9 @@ class CostModel(Protocol):
     """Anything that turns (schedule, topology, size) into a :class:`SimResult`.
 
     Implementations store their parameters in the constructor and state in their Notes
-    how steps become time and what is and is not modelled.
+    how steps become time and what is and is not modelled. :class:`CostModelBase` gives
+    ``evaluate_sizes`` from ``evaluate``; a model with a faster way (one routing pass for
+    every size, as :class:`~topocoll.cost.AlphaBeta`) overrides it.
     """
 
     name: str
@@ -220,3 +224,30 @@ class CostModel(Protocol):
                  message_bytes: float) -> SimResult:
         """Return the cost of running ``schedule`` on ``topology`` for ``message_bytes``."""
         ...
+
+    def evaluate_sizes(self, schedule: Schedule, topology: Topology,
+                       sizes: Sequence[float]) -> list[SimResult]:
+        """:meth:`evaluate` at every size of ``sizes``, in order."""
+        ...
+
+
+@runtime_checkable
+class Simulator(CostModel, Protocol):
+    """A cost model that also runs a schedule in full: ``run`` returns a record with the
+    :class:`SimResult` (``.result``) and the timelines and counters behind it
+    (``topocoll simulate``; the backend table's ``run`` capability)."""
+
+    def run(self, schedule: Schedule, topology: Topology, message_bytes: float,
+            *args: Any, **kwargs: Any) -> Any:
+        """Run ``schedule``; the record's ``.result`` is what :meth:`evaluate` returns."""
+        ...
+
+
+class CostModelBase:
+    """What every cost model has once it has ``evaluate``: ``evaluate_sizes`` by one
+    ``evaluate`` per size (override it with a faster equivalent)."""
+
+    def evaluate_sizes(self, schedule: Schedule, topology: Topology,
+                       sizes: Sequence[float]) -> list[SimResult]:
+        """:meth:`evaluate` at every size of ``sizes``, in order."""
+        return [self.evaluate(schedule, topology, n) for n in sizes]

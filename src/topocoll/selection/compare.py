@@ -230,10 +230,7 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
             else:
                 ok = cache.verified(sched, topology,
                                     lambda s, t: verify(s, t, collect=True).ok)
-            if hasattr(model, "evaluate_sizes"):   # one routing and load pass for all sizes
-                results = model.evaluate_sizes(sched, topology, sizes)
-            else:
-                results = [model.evaluate(sched, topology, n) for n in sizes]
+            results = model.evaluate_sizes(sched, topology, sizes)
             yield Evaluated(syn.name, dict(opts), sched, ok, tuple(results))
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..cost.alphabeta import transfer_routes
-from ..cost.base import SimResult, check_inputs, check_model_options
+from ..cost.base import CostModelBase, SimResult, check_inputs, check_model_options
 from ..errors import InputError
 from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
@@ -70,7 +70,7 @@ class FlowRun:
 
 
 @dataclass(frozen=True)
-class FlowSim:
+class FlowSim(CostModelBase):
     """Flow-level simulator: transfers share links max-min fairly; steps are relaxed.
 
     Parameters

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.base import SimResult, check_inputs, check_model_options
+from ..cost.base import CostModelBase, SimResult, check_inputs, check_model_options
 from ..errors import NotSupportedError
 from ..optimum.bounds import lower_bound
 from .depends import dependency_groups
@@ -197,7 +197,7 @@ class Ns3Run:
 
 
 @dataclass(frozen=True)
-class Ns3Sim:
+class Ns3Sim(CostModelBase):
     """Run the schedule in ns-3 (TCP over point-to-point links).
 
     Parameters

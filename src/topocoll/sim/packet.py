@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..cost.base import SimResult, check_inputs, check_model_options
+from ..cost.base import CostModelBase, SimResult, check_inputs, check_model_options
 from ..errors import InputError
 from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
@@ -91,7 +91,7 @@ def _classes(values, name: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class PacketSim:
+class PacketSim(CostModelBase):
     """Packet-level simulator with queues, priorities, ECN and a reliable transport.
 
     Parameters
