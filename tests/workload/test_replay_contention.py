@@ -78,3 +78,25 @@ def test_train_task_graph_replay_on_the_command_line():
                                                                rel=1e-9)
     assert shared["task_graph"]["iteration_s"] >= alone["task_graph"]["iteration_s"]
     assert shared["task_graph"]["contention"] is True
+
+
+def test_the_coster_keeps_the_chosen_schedule(monkeypatch):
+    """Issue 29: link loads are computed on the schedule choose picked, not a second
+    synthesis of it (the coster kept only the algorithm's name and options)."""
+    import topocoll.selection as selection
+    from topocoll.topology.spec import parse_spec
+    from topocoll.workload import CollectiveCoster
+
+    t = parse_spec("dgx:2,gpus=4")
+    cc = CollectiveCoster(t, algorithms=["ring", "direct"])
+    ranks = tuple(range(8))
+    cc.time("dp", "allreduce", ranks, 2**24)
+    picked = cc.schedule("allreduce", ranks, 2**24)
+    assert picked.name == cc.chosen["dp"]["algorithm"]
+
+    def no_second_synthesis(*a, **k):
+        raise AssertionError("synthesized again")
+
+    monkeypatch.setattr(selection, "synthesize", no_second_synthesis)
+    use = cc.link_use("allreduce", ranks, 2**24)
+    assert use and all(0 < f <= 1 + 1e-9 for f in use.values())

@@ -49,6 +49,7 @@ import numpy as np
 from ..collective import make_collective
 from ..cost import AlphaBeta, CostModel
 from ..errors import InputError
+from ..schedule import Schedule
 from ..selection import ScheduleCache, choose
 from ..topology import Topology
 from .compute import ELEMENT_BYTES, layer_compute, stage_extras
@@ -116,7 +117,9 @@ class IterationResult:
 
 class CollectiveCoster:
     """Times of collectives on one topology through :func:`choose`, remembered by
-    (kind, ranks, size, root)."""
+    (kind, ranks, size, root), with the chosen schedule kept (:meth:`schedule`): the link
+    loads and the groups run together are costed on the schedule that was chosen, never a
+    second synthesis of it."""
 
     def __init__(self, topology: Topology, *, model: CostModel | None = None,
                  algorithms: Sequence[str] | None = None,
@@ -125,13 +128,18 @@ class CollectiveCoster:
         self.topology = topology
         self.bounds = bounds
         self.contention = contention
-        self._best: dict[tuple, tuple[str, dict]] = {}
         # without bounds, the alpha-beta model need not attach one to every candidate
         self.model = model if model is not None or bounds else AlphaBeta(bound=False)
         self.algorithms = list(algorithms) if algorithms is not None else None
         self.cache = cache
         self.chosen: dict[str, dict] = {}
-        self._memo: dict[tuple, float] = {}
+        # one dict per kind of remembered value, each keyed by (kind, ranks, size, root)
+        # or, for groups, (kind, groups, size)
+        self._times: dict[tuple, float] = {}
+        self._picked: dict[tuple, tuple[str, dict, Schedule]] = {}
+        self._use: dict[tuple, dict[int, float]] = {}
+        self._together: dict[tuple, float] = {}
+        self._shared: dict[tuple, float] = {}
 
     def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
              root: int | None = None, algorithms: Sequence[str] | None = None) -> float:
@@ -140,7 +148,7 @@ class CollectiveCoster:
         if len(ranks) < 2 or size <= 0:
             return 0.0
         key = (kind, ranks, float(size), root)
-        if key not in self._memo:
+        if key not in self._times:
             coll = make_collective(kind, ranks, 1, root)
             cands = list(algorithms) if algorithms is not None else self.algorithms
             if cands is not None:
@@ -149,13 +157,19 @@ class CollectiveCoster:
                 cands = [a for a in cands if a in ok] or None
             c = choose(coll, self.topology, size, model=self.model, candidates=cands,
                        cache=self.cache, keep=1, bound=self.bounds)
-            self._memo[key] = c.best.time
-            self._best[key] = (c.best.algorithm, dict(c.best.options))
+            self._times[key] = c.best.time
+            self._picked[key] = (c.best.algorithm, dict(c.best.options), c.best.schedule)
             self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
                                   "algorithm": c.best.algorithm, "time_s": c.best.time,
                                   "bound_s": c.bound.time if c.bound else None,
                                   "bound_fraction": c.bound_fraction}
-        return self._memo[key]
+        return self._times[key]
+
+    def schedule(self, kind: str, ranks: tuple[int, ...], size: float,
+                 root: int | None = None) -> Schedule:
+        """The schedule :meth:`time` chose for this collective (choosing it if needed)."""
+        self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
+        return self._picked[(kind, tuple(ranks), float(size), root)][2]
 
     def link_use(self, kind: str, ranks: tuple[int, ...], size: float,
                  root: int | None = None) -> dict[int, float]:
@@ -165,19 +179,14 @@ class CollectiveCoster:
         t = self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
         if t <= 0:
             return {}
-        key = ("use", kind, ranks, float(size), root)
-        if key not in self._memo:
+        key = (kind, ranks, float(size), root)
+        if key not in self._use:
             from ..cost.kernel import step_loads
-            from ..selection import find_algorithm, synthesize
 
-            alg, opts = self._best[(kind, ranks, float(size), root)]
-            sched = synthesize(find_algorithm(alg, kind), self.topology,
-                               {**opts, "ranks": ranks} if root is None else
-                               {**opts, "ranks": ranks, "root": root}, cache=self.cache)
-            load, _ = step_loads(sched, self.topology, size)
+            load, _ = step_loads(self.schedule(kind, ranks, size, root), self.topology, size)
             frac = load.sum(axis=0) / (self.topology.link_bandwidth * t)
-            self._memo[key] = {int(i): float(frac[i]) for i in np.flatnonzero(frac > 0)}
-        return self._memo[key]
+            self._use[key] = {int(i): float(frac[i]) for i in np.flatnonzero(frac > 0)}
+        return self._use[key]
 
     def _share_bound(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
                      size: float) -> None:
@@ -187,12 +196,12 @@ class CollectiveCoster:
         with the group alone (``concurrent_bound_s`` in the record says so)."""
         from ..optimum import concurrent_cut_bound
 
-        key = ("shared bound", kind, tuple(map(tuple, groups)), float(size))
-        if key not in self._memo:
+        key = (kind, tuple(map(tuple, groups)), float(size))
+        if key not in self._shared:
             colls = [make_collective(kind, tuple(g), 1) for g in groups]
-            self._memo[key] = concurrent_cut_bound(colls, self.topology, size).time
+            self._shared[key] = concurrent_cut_bound(colls, self.topology, size).time
         rec = self.chosen[label]
-        shared = self._memo[key]
+        shared = self._shared[key]
         rec["concurrent_groups"] = len(groups)
         rec["concurrent_bound_s"] = shared
         if rec["bound_s"] is not None and shared > rec["bound_s"]:
@@ -203,30 +212,33 @@ class CollectiveCoster:
                  size: float) -> float:
         """Seconds for ``kind`` run by every group at once. The algorithm is chosen on the
         first group; with ``contention`` every group runs it at the same time (the
-        schedules overlaid step by step) and the cost model charges the shared links;
-        without, the first group's time (groups costed alone)."""
-        t1 = self.time(label, kind, tuple(groups[0]), size)
+        schedules overlaid step by step: the first group's chosen schedule and the same
+        algorithm on the others) and the cost model charges the shared links; without,
+        the first group's time (groups costed alone)."""
+        first = tuple(groups[0])
+        t1 = self.time(label, kind, first, size)
         if self.bounds and len(groups) >= 2 and t1 > 0.0 and label in self.chosen:
             self._share_bound(label, kind, groups, size)
         if not self.contention or len(groups) < 2 or t1 == 0.0:
             return t1
-        key = ("all", kind, tuple(map(tuple, groups)), float(size))
-        if key not in self._memo:
+        key = (kind, tuple(map(tuple, groups)), float(size))
+        if key not in self._together:
             from ..schedule import overlay
             from ..selection import find_algorithm, synthesize
 
-            alg, opts = self._best[(kind, tuple(groups[0]), float(size), None)]
+            alg, opts, sched = self._picked[(kind, first, float(size), None)]
             syn = find_algorithm(alg, kind)
-            scheds = [synthesize(syn, self.topology, {**opts, "ranks": tuple(g)},
+            scheds = [sched if tuple(g) == first else
+                      synthesize(syn, self.topology, {**opts, "ranks": tuple(g)},
                                  cache=self.cache) for g in groups]
             model = self.model or AlphaBeta(bound=False)
             t = model.evaluate(overlay(scheds), self.topology, size).time
-            self._memo[key] = max(t, t1)
+            self._together[key] = max(t, t1)
             self.chosen[label + " (all groups)"] = {
                 "kind": kind, "ranks": len(groups[0]), "groups": len(groups),
-                "size_bytes": size, "algorithm": alg, "time_s": self._memo[key],
+                "size_bytes": size, "algorithm": alg, "time_s": self._together[key],
                 "alone_s": t1, "bound_s": None, "bound_fraction": None}
-        return self._memo[key]
+        return self._together[key]
 
 
 def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
