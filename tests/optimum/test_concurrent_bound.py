@@ -89,3 +89,4 @@ def test_a_group_costed_alone_can_be_faster_than_the_groups_together():
     cc2 = CollectiveCoster(t, algorithms=["topology_adaptive"], contention=True)
     together = cc2.time_all("dp", "allreduce", gs, 2**30)
     assert together >= rec["concurrent_bound_s"] * (1 - 1e-12)   # the bound holds
+

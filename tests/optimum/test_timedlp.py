@@ -142,3 +142,42 @@ def test_bad_block_or_alpha_names_the_field():
             timed_lp(t, steps=2, block=bad)
     with pytest.raises(NotSupportedError, match="alpha"):
         invariant_lp(t, steps=2, block=1e6, alpha=-1e-6)
+
+
+def _orbits_union_find(net, sym):
+    """The union-find link_orbits had (a Python loop: 19 s of a default GPT-3 train)."""
+    import numpy as np
+
+    L = net.num_links
+    parent = np.arange(L)
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for g in sym.generators:
+        for l in range(L):
+            m = net.index[int(g[net.src[l]]), int(g[net.dst[l]])]
+            ra, rb = find(l), find(m)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    roots = np.array([find(l) for l in range(L)])
+    return np.unique(roots, return_inverse=True)[1].astype(np.int64)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "dgx-a100:2", "fattree:k=4", "hypercube:4",
+                                  "mi250:2", "twotier:racks=4,hosts=4,oversub=2"])
+def test_link_orbits_equal_the_union_find(spec):
+    from topocoll.optimum.timedlp import link_orbits
+    from topocoll.optimum.timedprice import Net
+    from topocoll.topology.spec import parse_spec
+    from topocoll.topology.symmetry import rank_symmetry
+
+    t = parse_spec(spec)
+    for reverse in (False, True):
+        net = Net(t, None, reverse)
+        sym = rank_symmetry(t)
+        assert sym.generators, spec
+        assert link_orbits(net, sym).tolist() == _orbits_union_find(net, sym).tolist()

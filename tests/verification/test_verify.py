@@ -243,3 +243,51 @@ def test_fingerprint_mode_is_used_for_large_state_and_catches_loss():
     rep = verify(bad, t, collect=True, method="fingerprint")
     assert not rep.ok
     assert {v.kind for v in rep.violations} == {"missing_contributions"}
+
+
+def _paths_reference(s, topology):
+    """The hop-by-hop check the vectorized one replaced: (transfer, message) of every bad
+    explicit path, in transfer order."""
+    out = []
+    for t in np.flatnonzero(np.diff(s.path_ptr)).tolist():
+        path = s.path_nodes[s.path_ptr[t]: s.path_ptr[t + 1]].tolist()
+        src, dst = int(s.src[t]), int(s.dst[t])
+        if path[0] != src or path[-1] != dst:
+            out.append(t)
+            continue
+        for u, v in zip(path, path[1:], strict=False):
+            if not (0 <= u < topology.num_nodes and 0 <= v < topology.num_nodes) or \
+                    not topology.links_between(u, v):
+                out.append(t)
+                break
+    return out
+
+
+def test_vectorized_path_check_equals_the_hop_by_hop_one():
+    """Explicit switch paths of a real schedule, then damaged three ways (a hop with no
+    link, a node out of range, a wrong end): the same transfers are reported."""
+    from topocoll.selection import find_algorithm
+    from topocoll.topology.spec import parse_spec
+
+    t = parse_spec("dgx-h100:2")
+    s = find_algorithm("optimal", "allgather")(t, batches=2)
+    assert s.has_paths and verify(s, t).ok and not _paths_reference(s, t)
+    rng = np.random.default_rng(5)
+    nodes = np.array(s.path_nodes)
+    with_path = np.flatnonzero(np.diff(s.path_ptr) > 2)
+    for damage in ("hop", "range", "end"):
+        bad = nodes.copy()
+        hit = rng.choice(with_path, size=5, replace=False)
+        for tr in hit:
+            a, b = s.path_ptr[tr], s.path_ptr[tr + 1]
+            if damage == "hop":
+                bad[a + 1] = (bad[a] + 1) % t.num_ranks        # rank -> rank: no link
+            elif damage == "range":
+                bad[a + 1] = t.num_nodes + 3
+            else:
+                bad[b - 1] = (bad[b - 1] + 1) % t.num_ranks
+        d = s.replace(path_nodes=bad)
+        want = _paths_reference(d, t)
+        got = sorted({v.transfer for v in verify(d, t, collect=True).violations
+                      if v.kind == "no_route"})
+        assert got == want and set(want) >= set(hit.tolist()), damage

@@ -178,24 +178,45 @@ class _Master:
 
 
 def link_orbits(net: Net, sym) -> np.ndarray:
-    """Orbit index of every link bundle under the group's generators (union-find)."""
-    L = net.num_links
-    parent = np.arange(L)
+    """Orbit index of every link bundle under the group's generators: the connected
+    components of the graph joining each bundle to its image under every generator,
+    numbered in the order of their smallest bundle.
 
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> net = SimpleNamespace(num_links=4, n=4, src=np.array([0, 1, 2, 3]),
+    ...                       dst=np.array([1, 2, 3, 0]))
+    >>> link_orbits(net, SimpleNamespace(generators=[np.array([1, 2, 3, 0])])).tolist()
+    [0, 0, 0, 0]
+    >>> link_orbits(net, SimpleNamespace(generators=[np.array([2, 3, 0, 1])])).tolist()
+    [0, 1, 0, 1]
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
+    L, n = net.num_links, net.n
+    src, dst = np.asarray(net.src, np.int64), np.asarray(net.dst, np.int64)
+    keys = src * n + dst
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    a, b = [np.arange(L)], [np.arange(L)]
     for g in sym.generators:
-        for l in range(L):
-            m = net.index[int(g[net.src[l]]), int(g[net.dst[l]])]
-            ra, rb = find(l), find(m)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    roots = np.array([find(l) for l in range(L)])
-    return np.unique(roots, return_inverse=True)[1].astype(np.int64)
+        g = np.asarray(g, np.int64)
+        image = g[src] * n + g[dst]
+        pos = np.searchsorted(sorted_keys, image)
+        if (pos >= L).any() or (sorted_keys[np.minimum(pos, L - 1)] != image).any():
+            raise ValueError("a generator maps a link bundle onto no bundle")
+        a.append(np.arange(L))
+        b.append(order[pos])
+    a, b = np.concatenate(a), np.concatenate(b)
+    graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(L, L)).tocsr()
+    _, label = connected_components(graph, directed=False)
+    first = np.full(label.max() + 1, L, np.int64)
+    np.minimum.at(first, label, np.arange(L))          # smallest bundle of each orbit
+    rank = np.empty_like(first)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[label].astype(np.int64)
 
 
 class LinkOrbits:

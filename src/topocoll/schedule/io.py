@@ -175,8 +175,12 @@ def _int(x: Any, where: str, key: str) -> int:
     return x
 
 
-def save_schedule(schedule: Schedule, path: str | Path) -> None:
+def save_schedule(schedule: Schedule, path: str | Path, *, level: int = 6) -> None:
     """Write ``schedule`` as JSON (``.json``) or as a compressed columnar ``.npz``.
+
+    ``level`` is the deflate level of the ``.npz`` (1 fastest .. 9 smallest; numpy's
+    ``savez_compressed`` uses 6). The schedule cache writes at 1: about 4x faster for a
+    slightly larger file (zlib was 10% of a cold default ``train``).
 
     Raises
     ------
@@ -193,10 +197,29 @@ def save_schedule(schedule: Schedule, path: str | Path) -> None:
                              "meta": dict(s.meta),
                              "collective": {"kind": c.kind, "ranks": list(c.ranks),
                                             "split": c.split, "root": c.root}})
-        np.savez_compressed(path, header=np.array(header), step_ptr=s.step_ptr, src=s.src,
-                            dst=s.dst, op=s.op, chunk_ptr=s.chunk_ptr, chunks=s.chunks, **extra)
+        arrays = {"header": np.array(header), "step_ptr": s.step_ptr, "src": s.src,
+                  "dst": s.dst, "op": s.op, "chunk_ptr": s.chunk_ptr, "chunks": s.chunks,
+                  **extra}
+        _write_npz(path, arrays, level)
         return
     path.write_text(json.dumps(schedule_to_dict(schedule), separators=(",", ":")))
+
+
+def _write_npz(path: Path, arrays: dict, level: int) -> None:
+    """``np.savez_compressed`` with a chosen deflate level and no clock in the file (the
+    same layout: one ``<name>.npy`` member per array, read by ``np.load``; every member
+    dated 1980-01-01, so the same schedule gives the same bytes)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED,
+                         compresslevel=level) as zf:
+        for name, a in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asanyarray(a), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            zf.writestr(info, buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED,
+                        compresslevel=level)
 
 
 def load_schedule(path: str | os.PathLike) -> Schedule:

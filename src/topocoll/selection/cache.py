@@ -142,7 +142,7 @@ class ScheduleCache:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=_SUFFIX, dir=path.parent)
             os.close(fd)
             try:
-                save_schedule(schedule, tmp)
+                save_schedule(schedule, tmp, level=1)     # speed over size for a cache
                 os.replace(tmp, path)
             finally:
                 with contextlib.suppress(FileNotFoundError):
