@@ -82,7 +82,6 @@ def libra(
         LOOPS,
         OBJECTIVES,
         PHASES,
-        check_allocation,
         cost,
         equal_split,
         iteration_time,
@@ -152,8 +151,7 @@ def libra(
                           "cost_usd": cost(net, mine), "speedup": t_mine / r.time_s}
     if check:
         with busy("flow-level check", as_json):
-            rec["check"] = _checked(net, w, r, tm, chosen, mine, check_allocation,
-                                    equal_split)
+            rec["check"] = _checked(net, w, r, tm, chosen, mine)
     rec["network"] = [{"block": d.block, "size": d.size, "cost_class": d.cost_class}
                       for d in net.dims]
     rec["workload"] = w.name
@@ -206,10 +204,12 @@ def libra(
 CHECK_TOLERANCE = 0.10
 
 
-def _checked(net, w, r, tm, chosen, mine, check_allocation, equal_split) -> dict:
+def _checked(net, w, r, tm, chosen, mine) -> dict:
     """The optimum's flow-level check; when it disagrees with the model by more than
     :data:`CHECK_TOLERANCE`, also the equal split's and the user's allocation's, and
     which of them is fastest at flow level (the model's ranking no longer holds)."""
+    from ..fabric import check_allocation, equal_split
+
     c = check_allocation(net, w, r.bandwidth_GBps, tm, chosen)
     c["disagrees"] = bool(abs(c["ratio"] - 1.0) > CHECK_TOLERANCE)
     c["tolerance"] = CHECK_TOLERANCE
