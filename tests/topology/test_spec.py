@@ -8,6 +8,7 @@ from topocoll.errors import TopologyError
 from topocoll.topology import (
     GENERATOR_NAMES,
     Dim,
+    box_cluster,
     circulant,
     dgx,
     dgx_a100,
@@ -49,6 +50,10 @@ EXAMPLES = {
     "dgx": ("dgx:4", lambda: dgx(4)),
     "dgx-a100": ("dgx-a100:4", lambda: dgx_a100(4)),
     "dgx-h100": ("dgx-h100:4", lambda: dgx_h100(4)),
+    "hgx-h200": ("hgx-h200:2,transport=roce", lambda: box_cluster("hgx-h200", 2,
+                                                                    transport="roce")),
+    "dgx-b200": ("dgx-b200:2,spines=0", lambda: box_cluster("dgx-b200", 2, spines=0)),
+    "gb200-nvl72": ("gb200-nvl72:1", lambda: box_cluster("gb200-nvl72", 1)),
     "circulant": ("circulant:16,jumps=1/3/5", lambda: circulant(16, [1, 3, 5])),
     "rrg": ("rrg:32,d=4,seed=1", lambda: random_regular(32, 4, seed=1)),
     "totient": ("totient:64,d=6,group=16", lambda: totient(64, 6, group=16)),

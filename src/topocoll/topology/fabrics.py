@@ -26,7 +26,7 @@ from ._common import (
 )
 from .core import Link, Topology, check_size
 
-__all__ = ["fat_tree", "leaf_spine", "dgx", "dgx_a100", "dgx_h100", "FABRICS"]
+__all__ = ["fat_tree", "leaf_spine", "dgx", "box_cluster", "dgx_a100", "dgx_h100", "FABRICS"]
 
 #: Fabric kinds of :func:`dgx`.
 FABRICS = ("rail", "switch")
@@ -230,6 +230,12 @@ def dgx(boxes: int, *, gpus_per_box: int = 8, nvlink_bandwidth: float = 450e9,
     >>> dgx(4, fabric="switch").num_switches
     5
     """
+    return _dgx(boxes, gpus_per_box, nvlink_bandwidth, nic_bandwidth, nvlink_latency,
+                nic_latency, fabric, spines, switch_latency, name, {})
+
+
+def _dgx(boxes, gpus_per_box, nvlink_bandwidth, nic_bandwidth, nvlink_latency, nic_latency,
+         fabric, spines, switch_latency, name, extra_meta) -> Topology:
     nb = check_count(boxes, "boxes", minimum=1)
     g = check_count(gpus_per_box, "gpus_per_box")
     nv_bw, nic_bw = check_rate(nvlink_bandwidth, "nvlink_bandwidth"), check_rate(
@@ -263,16 +269,50 @@ def dgx(boxes: int, *, gpus_per_box: int = 8, nvlink_bandwidth: float = 450e9,
                      + (f",spines={spines}" if spines is not None else ""))
     return Topology(label, n, num_switches, tuple(links),
                     node_latency=switch_latencies(n, num_switches, switch_latency),
-                    meta={"groups": [list(range(b * g, (b + 1) * g)) for b in range(nb)]})
+                    meta={"groups": [list(range(b * g, (b + 1) * g)) for b in range(nb)],
+                          **extra_meta})
+
+
+@units_in
+def box_cluster(box: str, boxes: int, *, fabric: str = "rail", spines: int | None = None,
+                transport: str | None = None, nvlink_latency: float = DEFAULT_LATENCY,
+                nic_latency: float = DEFAULT_LATENCY, switch_latency: float = 0.0,
+                name: str | None = None) -> Topology:
+    """Return ``boxes`` of the real box ``box`` (:data:`~.boxes.BOXES`): its GPUs per
+    NVLink domain, NVLink and NIC line rates, in :func:`dgx`'s structure.
+
+    ``meta["box"]`` names the box and ``meta["nic_transport"]`` the NIC protocol
+    (``transport``: ``ib`` or ``roce``; default the box's), for models that need more
+    than link rates (:mod:`topocoll.cost.nccl`).
+
+    Examples
+    --------
+    >>> t = box_cluster("gb200-nvl72", 2)
+    >>> t.name, t.num_ranks, t.links[0].bandwidth / 1e9, t.meta["box"]
+    ('gb200-nvl72:2', 144, 900.0, 'gb200-nvl72')
+    >>> box_cluster("dgx-h100", 1, transport="roce").name
+    'dgx-h100:1,transport=roce'
+    """
+    from .boxes import NIC_TRANSPORTS, find_box
+
+    b = find_box(box)
+    if transport is not None and transport not in NIC_TRANSPORTS:
+        raise TopologyError(f"transport must be one of {NIC_TRANSPORTS}, got {transport!r}",
+                            item="field 'transport'")
+    label = name or (_preset_name(box, boxes, fabric, spines)
+                     + (f",transport={transport}" if transport not in (None, b.nic_transport)
+                        else ""))
+    return _dgx(boxes, b.gpus, b.nvlink_Bps, b.nic_Bps, nvlink_latency, nic_latency, fabric,
+                spines, switch_latency, label,
+                {"box": b.name, "nic_transport": transport or b.nic_transport})
 
 
 @units_in
 def dgx_a100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
              nvlink_latency: float = DEFAULT_LATENCY, nic_latency: float = DEFAULT_LATENCY,
              switch_latency: float = 0.0, name: str | None = None) -> Topology:
-    """Return ``boxes`` DGX A100: 8 GPUs, NVLink 300 GB/s per direction, 8 x 200 Gb/s NICs.
-
-    See :func:`dgx` for the structure and the remaining parameters.
+    """Return ``boxes`` DGX A100: 8 GPUs, NVLink 300 GB/s per direction, 8 x 200 Gb/s NICs
+    (:func:`box_cluster` of ``dgx-a100``).
 
     Examples
     --------
@@ -281,19 +321,17 @@ def dgx_a100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
     >>> t.name, nvlink.bandwidth / 1e9, nic.bandwidth / 1e9
     ('dgx-a100:2', 300.0, 25.0)
     """
-    return dgx(boxes, gpus_per_box=8, nvlink_bandwidth=300e9, nic_bandwidth=25e9,
-               nvlink_latency=nvlink_latency, nic_latency=nic_latency, fabric=fabric,
-               spines=spines, switch_latency=switch_latency,
-               name=name or _preset_name("dgx-a100", boxes, fabric, spines))
+    return box_cluster("dgx-a100", boxes, fabric=fabric, spines=spines,
+                       nvlink_latency=nvlink_latency, nic_latency=nic_latency,
+                       switch_latency=switch_latency, name=name)
 
 
 @units_in
 def dgx_h100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
              nvlink_latency: float = DEFAULT_LATENCY, nic_latency: float = DEFAULT_LATENCY,
              switch_latency: float = 0.0, name: str | None = None) -> Topology:
-    """Return ``boxes`` DGX H100: 8 GPUs, NVLink 450 GB/s per direction, 8 x 400 Gb/s NICs.
-
-    See :func:`dgx` for the structure and the remaining parameters.
+    """Return ``boxes`` DGX H100: 8 GPUs, NVLink 450 GB/s per direction, 8 x 400 Gb/s NICs
+    (:func:`box_cluster` of ``dgx-h100``).
 
     Examples
     --------
@@ -302,10 +340,9 @@ def dgx_h100(boxes: int, *, fabric: str = "rail", spines: int | None = None,
     >>> t.name, nvlink.bandwidth / 1e9, nic.bandwidth / 1e9
     ('dgx-h100:2', 450.0, 50.0)
     """
-    return dgx(boxes, gpus_per_box=8, nvlink_bandwidth=450e9, nic_bandwidth=50e9,
-               nvlink_latency=nvlink_latency, nic_latency=nic_latency, fabric=fabric,
-               spines=spines, switch_latency=switch_latency,
-               name=name or _preset_name("dgx-h100", boxes, fabric, spines))
+    return box_cluster("dgx-h100", boxes, fabric=fabric, spines=spines,
+                       nvlink_latency=nvlink_latency, nic_latency=nic_latency,
+                       switch_latency=switch_latency, name=name)
 
 
 def _preset_name(prefix: str, boxes, fabric: str, spines) -> str:

@@ -25,8 +25,10 @@ Names (aliases in parentheses) and their options:
     :func:`~.fabrics.dgx` (``boxes``); ``gpus=8``, ``fabric=rail|switch``, ``spines``,
     ``nvlink_bw``, ``nic_bw`` (default ``bw``), ``nvlink_lat``, ``nic_lat`` (default
     ``lat``), ``switch_lat``.
-``dgx-a100:4``, ``dgx-h100:4``
-    the presets; as ``dgx`` without ``gpus`` and the bandwidth options.
+``dgx-a100:4``, ``dgx-h100:4``, ``hgx-h200:4``, ``dgx-b200:4``, ``gb200-nvl72:2``
+    the real boxes of :data:`~.boxes.BOXES` (:func:`~.fabrics.box_cluster`); as ``dgx``
+    without ``gpus`` and the bandwidth options, plus ``transport=ib|roce`` (the NIC
+    protocol; default the box's).
 ``circulant:16,jumps=1/3/5``
     :func:`~.generators.circulant`; jumps separated by ``/``; ``directed=true``.
 ``rrg:32,d=4,seed=1``
@@ -60,8 +62,9 @@ from typing import Any
 from ..errors import InputTypeError, TopologyError
 from ..units import exact_rate, exact_time, parse_rate, parse_time
 from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
+from .boxes import BOXES, NIC_TRANSPORTS
 from .core import ROUTINGS, Dim, Topology, check_size
-from .fabrics import FABRICS, dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
+from .fabrics import FABRICS, box_cluster, dgx, fat_tree, leaf_spine
 from .generators import (
     circulant,
     fully_connected,
@@ -241,6 +244,13 @@ def _hier(o):
     return multi_dim(dims)
 
 
+def _box_gen(box: str) -> _Gen:
+    return _Gen(lambda o: box_cluster(box, _need(o, "boxes"), transport=o.get("transport"),
+                                      **_dgx_common(o)),
+                f"{box}:BOXES[,fabric=rail|switch][,spines=S][,transport=ib|roce]", ("boxes",),
+                {**_DGX_OPTS, "transport": _choice(*NIC_TRANSPORTS)}, ("lat", "routing"))
+
+
 _SWITCH_LAT = {"switch_lat": _time}
 _DGX_OPTS = {"fabric": _choice(*FABRICS), "spines": _int, "nvlink_lat": _time, "nic_lat": _time,
              **_SWITCH_LAT}
@@ -278,12 +288,7 @@ _GENERATORS: dict[str, _Gen] = {
                               **_dgx_common(o)),
                 "dgx:BOXES[,gpus=8][,fabric=rail|switch][,spines=S][,nvlink_bw=B][,nic_bw=B]",
                 ("boxes",), {"gpus": _int, "nvlink_bw": _rate, "nic_bw": _rate, **_DGX_OPTS}),
-    "dgx-a100": _Gen(lambda o: dgx_a100(_need(o, "boxes"), **_dgx_common(o)),
-                     "dgx-a100:BOXES[,fabric=rail|switch][,spines=S]", ("boxes",), _DGX_OPTS,
-                     ("lat", "routing")),
-    "dgx-h100": _Gen(lambda o: dgx_h100(_need(o, "boxes"), **_dgx_common(o)),
-                     "dgx-h100:BOXES[,fabric=rail|switch][,spines=S]", ("boxes",), _DGX_OPTS,
-                     ("lat", "routing")),
+    **{box: _box_gen(box) for box in BOXES},
     "circulant": _Gen(lambda o: circulant(_need(o, "n"), _need(o, "jumps"), bandwidth=_bw(o),
                                           latency=_lat(o), directed=o.get("directed", False)),
                       "circulant:N,jumps=J1/J2/...[,directed=true]", ("n",),
@@ -346,7 +351,7 @@ _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattr
 #: ``leaf_spine``, ``random_regular``, ``multi_dim``, ...).
 GENERATOR_NAMES = ("ring", "uniring", "line", "fc", "fully_connected", "star", "torus", "mesh",
                    "hypercube", "fattree", "leafspine", "dgx", "dgx-a100", "dgx-h100",
-                   "circulant", "rrg", "hier", "totient")
+                   "hgx-h200", "dgx-b200", "gb200-nvl72", "circulant", "rrg", "hier", "totient")
 GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
 #: One usage line per canonical generator name, for help text.
 GENERATOR_USAGE = {name: g.usage for name, g in _GENERATORS.items()}

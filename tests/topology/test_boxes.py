@@ -1,0 +1,41 @@
+"""Box presets (issue 31): the real machines, their data-sheet figures, and the spec."""
+
+import pytest
+
+from topocoll.errors import TopologyError
+from topocoll.topology import BOXES, box_cluster, box_of, dgx_a100, dgx_h100, find_box, parse_spec
+
+
+@pytest.mark.parametrize("name", sorted(BOXES))
+def test_every_box_builds_parses_and_round_trips(name):
+    box = BOXES[name]
+    t = parse_spec(f"{name}:2")
+    assert t.num_ranks == 2 * box.gpus and box_of(t) is box
+    assert t.links[0].bandwidth == box.nvlink_Bps                 # GPU -> its NVSwitch
+    assert t.links[2 * t.num_ranks].bandwidth == box.nic_Bps      # GPU -> its rail
+    assert parse_spec(t.name).fingerprint() == t.fingerprint()
+    assert box.source and box.arch in ("ampere", "hopper", "blackwell")
+
+
+def test_data_sheet_figures():
+    assert find_box("dgx-a100").nvlink_Bps == 300e9 and not find_box("dgx-a100").nvls
+    assert find_box("dgx-h100").nvlink_Bps == 450e9 and find_box("dgx-h100").nvls
+    assert find_box("dgx-b200").nvlink_Bps == 900e9
+    assert find_box("gb200-nvl72").gpus == 72
+
+
+def test_presets_keep_their_names_and_links():
+    assert dgx_h100(2).name == "dgx-h100:2" and dgx_a100(3, fabric="switch").name == \
+        "dgx-a100:3,fabric=switch"
+    assert dgx_h100(2).links == parse_spec("dgx:2").links
+
+
+def test_transport_option():
+    t = parse_spec("dgx-h100:2,transport=roce")
+    assert t.meta["nic_transport"] == "roce" and t.name == "dgx-h100:2,transport=roce"
+    assert box_cluster("dgx-h100", 2, transport="ib").name == "dgx-h100:2"
+    assert t.fingerprint() != parse_spec("dgx-h100:2").fingerprint()
+    with pytest.raises(TopologyError, match="transport"):
+        parse_spec("dgx-h100:2,transport=tcp")
+    with pytest.raises(TopologyError, match="unknown box"):
+        find_box("dgx-z9")
