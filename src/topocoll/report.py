@@ -21,7 +21,8 @@ def compare_table(rows: Sequence[CompareRow]) -> list[tuple[str, ...]]:
         out.append((r.algorithm, format_size(r.size_bytes), format_time(r.time_s),
                     format_rate(r.algbw_Bps), format_rate(r.busbw_Bps),
                     f"{100 * r.bound_fraction:.1f}%", str(r.steps),
-                    "yes" if r.verified else "NO", params))
+                    "yes" if r.verified else ("model" if r.model == "nccl" else "NO"),
+                    params))
     return out
 
 

@@ -91,5 +91,5 @@ def print_rows(title: str, rows) -> None:
         if last is not None and r.size_bytes != last:
             table.add_section()
         last = r.size_bytes
-        table.add_row(*c, style=None if r.verified else "red")
+        table.add_row(*c, style=None if r.verified or r.model == "nccl" else "red")
     out.print(table)

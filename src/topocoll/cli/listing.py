@@ -19,13 +19,14 @@ LISTS = ("algorithms", "collectives", "generators", "backends", "models", "devic
 def catalog() -> dict[str, Any]:
     """Every list, as plain data (the ``--json`` output of ``topocoll list``)."""
     from ..collective import COLLECTIVE_KINDS
-    from ..selection import algorithms_for
+    from ..selection import algorithms_for, nccl_names
     from ..sim.backends import BACKEND_TABLE
     from ..topology.spec import GENERATOR_USAGE
     from ..workload import DEVICES, LAYERED, MODELS
 
     return {
-        "algorithms": {k: [a.name for a in algorithms_for(k)] for k in COLLECTIVE_KINDS},
+        "algorithms": {k: [a.name for a in algorithms_for(k)] + list(nccl_names(k))
+                       for k in COLLECTIVE_KINDS},
         "collectives": list(COLLECTIVE_KINDS),
         "generators": dict(GENERATOR_USAGE),
         "backends": {b.name: b.description for b in BACKEND_TABLE.values()},

@@ -113,6 +113,7 @@ def _output_dir(output: Path | None) -> Path:
 
 def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     from ..errors import InputError
+    from ..studies.nccl_tests import run_nccl_validation, write_nccl_validation
     from ..studies.validation import (
         SC21_TABLE1,
         calibrate_gemm,
@@ -142,6 +143,8 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     paths = write_validation(output, plain, cal, dev, cdev,
                              calibration_row=(picked or list(range(len(SC21_TABLE1))))
                              .index(cal_row))
+    nccl = run_nccl_validation()
+    paths += write_nccl_validation(output, nccl)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
         return
@@ -160,6 +163,16 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     out.print(f"mean |error|: {100 * mean_abs_error(plain):.1f}% with data-sheet constants; "
               f"{100 * mean_abs_error(others):.1f}% on the other rows with gemm_max "
               f"{cdev.gemm_max:.3f} fitted on row {cal_row + 1}" if others else "",
+              highlight=False)
+    tab = Table(title="nccl-tests: measured vs topocoll's NCCL model")
+    for col in ("case", "measured", "predicted", "error", "NCCL ran", "note"):
+        tab.add_column(col, justify="left" if col in ("case", "NCCL ran", "note") else "right")
+    for r in nccl:
+        tab.add_row(r.case.label, f"{r.case.measured / 1e9:.1f} GB/s",
+                    f"{r.predicted / 1e9:.1f} GB/s", f"{100 * r.error:+.1f}%", r.ran, r.note)
+    out.print(tab)
+    out.print(f"nccl-tests: mean |error| {100 * sum(abs(r.error) for r in nccl) / len(nccl):.1f}% "
+              f"over {len(nccl)} cases, worst {100 * max(abs(r.error) for r in nccl):.1f}%",
               highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 

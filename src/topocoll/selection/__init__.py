@@ -5,7 +5,8 @@ Above the synthesizers: it asks them for candidates, verifies and costs them wit
 size (schedule, result, ranked alternatives, proven bound); :func:`compare_algorithms`
 tabulates every algorithm over several sizes (``topocoll compare``);
 :mod:`~.portfolio` is the ``optimal`` algorithm (the fastest of several synthesizers);
-:data:`ALGORITHMS` is every name a user can ask for; :class:`ScheduleCache` keeps
+:data:`ALGORITHMS` is every name a user can ask for (plus the NCCL model's names of
+:mod:`~.nccl`); :class:`ScheduleCache` keeps
 schedules on disk between runs. No synthesizer imports this layer.
 """
 
@@ -20,10 +21,11 @@ from .compare import (
     evaluate_candidates,
     route_entries,
 )
+from .nccl import NCCL_NAME, is_nccl_name, nccl_evaluate, nccl_names
 from .portfolio import portfolio_allgather, portfolio_allreduce, portfolio_reduce_scatter
 
 __all__ = ["choose", "Choice", "Candidate", "compare_algorithms", "evaluate_candidates",
            "Evaluated", "CompareRow", "route_entries", "MAX_ROUTE_ENTRIES", "ALGORITHMS",
            "KINDS", "algorithms_for", "find_algorithm", "synthesize", "ScheduleCache",
            "default_cache_dir", "portfolio_allgather", "portfolio_reduce_scatter",
-           "portfolio_allreduce"]
+           "portfolio_allreduce", "NCCL_NAME", "nccl_names", "is_nccl_name", "nccl_evaluate"]

@@ -29,6 +29,7 @@ from ..topology import Topology
 from ..verification import verify
 from .cache import ScheduleCache
 from .catalog import ALGORITHMS, synthesize
+from .nccl import is_nccl_name, nccl_evaluate
 
 __all__ = ["CompareRow", "Evaluated", "compare_algorithms", "evaluate_candidates",
            "route_entries", "MAX_ROUTE_ENTRIES", "MAX_TUNE_TRANSFERS"]
@@ -251,7 +252,10 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
     sizes : sequence of float
         Message sizes in bytes (nccl-tests ``size`` convention).
     algorithms : sequence of str, optional
-        Restrict to these names (default: all that apply).
+        Restrict to these names (default: all that apply). ``nccl`` and
+        ``nccl_<algorithm>`` (:mod:`~topocoll.selection.nccl`) add rows of the NCCL
+        model (``model="nccl"``, no schedule, ``verified=False``); they are never part
+        of the default.
     ranks, root : optional
         Subgroup and root (broadcast/reduce).
     model : CostModel, optional
@@ -296,9 +300,19 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
     skipped = skipped if skipped is not None else []
     name = getattr(model or AlphaBeta(), "name", "model")
     best: dict[tuple[str, float], CompareRow] = {}
-    for ev in evaluate_candidates(topology, coll, sizes, algorithms=algorithms, model=model,
-                                  cache=cache, progress=progress,
-                                  max_route_entries=max_route_entries, skipped=skipped):
+    named_nccl = [a for a in algorithms or () if is_nccl_name(a)]
+    for a, n, e, in_net in nccl_evaluate(topology, kind, sizes, named_nccl, ranks=group):
+        b = bounds[n] if in_net is None else in_net
+        best[(a, n)] = CompareRow(a, kind, n, e.time, e.algbw, e.busbw, b,
+                                  b / e.time if e.time > 0 else 1.0, False, 0, 0,
+                                  {"algorithm": e.algorithm, "protocol": e.protocol},
+                                  "nccl", topology.name)
+    scheduled = [a for a in algorithms or () if not is_nccl_name(a)]
+    candidates = (() if named_nccl and not scheduled else
+                  evaluate_candidates(topology, coll, sizes, algorithms=scheduled or None,
+                                      model=model, cache=cache, progress=progress,
+                                      max_route_entries=max_route_entries, skipped=skipped))
+    for ev in candidates:
         sched = ev.schedule
         for n, r in zip(sizes, ev.results, strict=True):
             row = CompareRow(ev.algorithm, kind, float(n), r.time, r.algbw, r.busbw, bounds[n],
@@ -313,5 +327,5 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
     if not rows:
         raise NotSupportedError(f"no algorithm applies to {kind} on {topology.name}: "
                                 + "; ".join(f"{a}: {why}" for a, why in skipped))
-    rows.sort(key=lambda r: (r.size_bytes, not r.verified, r.time_s))
+    rows.sort(key=lambda r: (r.size_bytes, not (r.verified or r.model == "nccl"), r.time_s))
     return rows

@@ -1,0 +1,176 @@
+"""Validation of the NCCL model against published nccl-tests figures.
+
+Every collective measurement of ``validation-data.md`` (the fixtures of
+``topocoll study validation``): all-reduce bus bandwidth on 8x H100 and 8x A100 boxes by
+algorithm and GPU count, and all-to-all throughput per NIC across H100 boxes. Each case
+is predicted on the box preset as the source ran it: ``compare -a nccl`` (what NCCL would
+run), or ``-a nccl_<algorithm>`` where the source forced one with ``NCCL_ALGO``. Nothing
+in the model is fitted to these figures.
+``docs/studies/validation.md`` is written from :func:`run_nccl_validation`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import NotSupportedError
+from ..selection import nccl_evaluate
+from ..topology import parse_spec
+
+__all__ = ["NCCL_TESTS", "NcclCase", "NcclResult", "run_nccl_validation",
+           "write_nccl_validation", "ASTRA_SIM_ERRORS"]
+
+#: ASTRA-sim 2.x analytical against HGX-H100 ring all-reduce, geometric-mean error by GPU
+#: count (ASTRA-sim documentation, GPU validation page): the bar to beat.
+ASTRA_SIM_ERRORS = {2: 0.2063, 4: 0.1201, 8: 0.0969}
+
+
+@dataclass(frozen=True)
+class NcclCase:
+    """One published measurement.
+
+    ``measured`` is the figure compared with (the middle of ``low``-``high`` where the
+    source gives a range); ``metric`` is ``busbw`` (nccl-tests bus bandwidth) or
+    ``nic`` (bytes through each GPU's NIC per second); ``forced`` is the NCCL algorithm
+    the source forced with ``NCCL_ALGO`` (None: NCCL's default choice).
+    """
+
+    label: str
+    topology: str
+    kind: str
+    gpus: int
+    forced: str | None
+    measured: float
+    low: float
+    high: float
+    metric: str
+    source: str
+    size: float = 4 * 2**30
+
+
+_H100 = "dgx-h100:1"
+_SIZE_1455 = 2 * 2**30           # NCCL_ALGO=... all_reduce_perf -b 2G -e 4G
+_NVLS_1455 = {2: 370, 3: 370, 4: 370, 5: 420, 6: 440, 7: 460, 8: 480}
+
+#: The nccl-tests figures of ``validation-data.md``, one case each.
+NCCL_TESTS: tuple[NcclCase, ...] = (
+    NcclCase("8x H100, ring", _H100, "allreduce", 8, "ring", 370e9, 359e9, 381e9, "busbw",
+             "NVIDIA/nccl-tests#212 (maintainer: ~370 GB/s, ~20% below line rate)"),
+    NcclCase("8x H100, default (NVLS)", _H100, "allreduce", 8, None, 480e9, 466e9, 494e9,
+             "busbw", "NVIDIA/nccl-tests#212 (maintainer: peak ~480 GB/s)"),
+    *(NcclCase(f"{k}x H100, ring", _H100, "allreduce", k, "ring", 367.5e9, 365e9, 370e9,
+               "busbw", "NVIDIA/nccl#1455", _SIZE_1455) for k in range(2, 9)),
+    *(NcclCase(f"{k}x H100, NCCL_ALGO=NVLS", _H100, "allreduce", k, "nvls", v * 1e9,
+               v * 0.97e9, v * 1.03e9, "busbw", "NVIDIA/nccl#1455", _SIZE_1455)
+      for k, v in _NVLS_1455.items()),
+    NcclCase("8x A100, default", "dgx-a100:1", "allreduce", 8, None, 232.5e9, 225.5e9,
+             239.5e9, "busbw", "NVIDIA/nccl-tests#175"),
+    NcclCase("6 boxes of 8x H100, RoCE 400G, alltoall", "dgx-h100:6,transport=roce",
+             "alltoall", 48, None, 48.5e9, 48e9, 49e9, "nic",
+             "NVIDIA/nccl-tests#267 (maintainer: NDR NICs reach 48-49 GB/s each)"),
+)
+
+
+@dataclass(frozen=True)
+class NcclResult:
+    """A case and our prediction of it.
+
+    ``predicted`` is what the NCCL model predicts for the run as the source made it: the
+    forced algorithm where it applies, otherwise NCCL's own choice (``nccl``), which is
+    what NCCL falls back to; ``ran`` names the algorithm and protocol, ``note`` says why
+    the forced algorithm did not apply.
+    """
+
+    case: NcclCase
+    predicted: float
+    ran: str
+    note: str
+
+    @property
+    def error(self) -> float:
+        """Relative error of the prediction."""
+        return self.predicted / self.case.measured - 1
+
+
+def _metric(case: NcclCase, est) -> float:
+    if case.metric == "busbw":
+        return est.busbw
+    # bytes each GPU sends to other boxes, per second: one NIC per GPU
+    ppn = len(parse_spec(case.topology).meta["groups"][0])
+    return case.size * (case.gpus - ppn) / case.gpus / est.time
+
+
+def run_nccl_validation(cases: Sequence[NcclCase] = NCCL_TESTS) -> list[NcclResult]:
+    """Predict every case (see the module docstring).
+
+    Examples
+    --------
+    >>> r = run_nccl_validation(NCCL_TESTS[1:2])[0]
+    >>> r.case.label, r.ran, f"{r.predicted / 1e9:.0f} GB/s"
+    ('8x H100, default (NVLS)', 'nvls/Simple', '489 GB/s')
+    """
+    out = []
+    for c in cases:
+        t = parse_spec(c.topology)
+        ranks = list(range(c.gpus))
+        note = ""
+        name = "nccl" if c.forced is None else f"nccl_{c.forced}"
+        try:
+            (_, _, est, _), = nccl_evaluate(t, c.kind, [c.size], [name], ranks=ranks)
+        except NotSupportedError as e:
+            note = f"{c.forced} does not apply ({str(e).split('here: ', 1)[-1]})"
+            (_, _, est, _), = nccl_evaluate(t, c.kind, [c.size], ["nccl"], ranks=ranks)
+        out.append(NcclResult(c, _metric(c, est), f"{est.algorithm}/{est.protocol}", note))
+    return out
+
+
+def _mean_abs(values: Sequence[float]) -> float:
+    return sum(abs(v) for v in values) / len(values) if values else 0.0
+
+
+def write_nccl_validation(directory: str | Path, results: Sequence[NcclResult]) -> list[Path]:
+    """Write ``validation_nccl.json`` and ``validation_nccl.png`` into ``directory``."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    recs = [{"label": r.case.label, "topology": r.case.topology, "kind": r.case.kind,
+             "gpus": r.case.gpus, "metric": r.case.metric, "forced": r.case.forced,
+             "measured_GBps": r.case.measured / 1e9, "range_GBps": [r.case.low / 1e9,
+                                                                    r.case.high / 1e9],
+             "source": r.case.source, "size_bytes": r.case.size,
+             "predicted_GBps": r.predicted / 1e9, "ran": r.ran, "error": r.error,
+             "note": r.note} for r in results]
+    data = {"cases": recs, "mean_abs_error": _mean_abs([r.error for r in results]),
+            "max_abs_error": max(abs(r.error) for r in results),
+            "astra_sim_errors": {str(k): v for k, v in ASTRA_SIM_ERRORS.items()}}
+    paths = [d / "validation_nccl.json"]
+    paths[0].write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:   # pragma: no cover - the plot extra
+        return paths
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    y = range(len(results))
+    ax.errorbar([r.case.measured / 1e9 for r in results], list(y),
+                xerr=[[(r.case.measured - r.case.low) / 1e9 for r in results],
+                      [(r.case.high - r.case.measured) / 1e9 for r in results]],
+                fmt="ko", label="measured (nccl-tests)")
+    ax.plot([r.predicted / 1e9 for r in results], list(y), "s", mfc="none",
+            label="topocoll -a nccl")
+    ax.set_yticks(list(y), [r.case.label for r in results], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("GB/s (bus bandwidth; per NIC for alltoall)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    png = d / "validation_nccl.png"
+    fig.savefig(png, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    paths.append(png)
+    return paths

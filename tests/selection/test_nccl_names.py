@@ -1,0 +1,67 @@
+"""`-a nccl` and `-a nccl_<algorithm>` in compare (issue 31)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from topocoll.cli import app
+from topocoll.errors import NotSupportedError
+from topocoll.selection import compare_algorithms, nccl_names
+from topocoll.selection.nccl import in_network_bound
+from topocoll.topology import parse_spec
+
+GiB = 2**30
+
+
+def test_names_per_kind():
+    assert nccl_names("allreduce") == ("nccl", "nccl_tree", "nccl_ring", "nccl_nvls",
+                                       "nccl_nvls_tree")
+    assert nccl_names("alltoall") == ("nccl", "nccl_p2p")
+
+
+def test_rows_beside_scheduled_algorithms():
+    t = parse_spec("dgx-h100:1")
+    rows = compare_algorithms(t, "allreduce", [GiB], algorithms=["nccl", "nccl_ring", "ring"])
+    by = {r.algorithm: r for r in rows}
+    assert set(by) == {"nccl", "nccl_ring", "ring"}
+    assert by["nccl"].params == {"algorithm": "nvls", "protocol": "Simple"}
+    assert by["nccl"].model == "nccl" and not by["nccl"].verified and by["nccl"].steps == 0
+    assert by["ring"].verified and by["ring"].model != "nccl"
+    # NVLS beats any schedule's bound, so it is held to the in-switch bound instead
+    assert by["nccl"].bound_s == pytest.approx(in_network_bound(t, "allreduce", range(8), GiB))
+    assert 0 < by["nccl"].bound_fraction <= 1 and 0 < by["nccl_ring"].bound_fraction <= 1
+    assert by["nccl_ring"].bound_s == by["ring"].bound_s
+    assert [r.algorithm for r in rows] == ["nccl", "ring", "nccl_ring"]   # fastest first
+
+
+def test_only_nccl_names_run_no_synthesizer():
+    rows = compare_algorithms(parse_spec("dgx-h100:64"), "allreduce", [GiB, 2 * GiB],
+                              algorithms=["nccl"])
+    assert [r.algorithm for r in rows] == ["nccl", "nccl"]
+    assert rows[0].params["algorithm"] == "nvls_tree"
+
+
+def test_unknown_or_inapplicable_names():
+    t = parse_spec("dgx-h100:1")
+    with pytest.raises(NotSupportedError, match="nccl_pat"):
+        compare_algorithms(t, "allreduce", [GiB], algorithms=["nccl_pat"])
+    with pytest.raises(NotSupportedError, match="NVLink SHARP"):
+        compare_algorithms(parse_spec("dgx-a100:1"), "allreduce", [GiB],
+                           algorithms=["nccl_nvls"])
+
+
+def test_cli_json_and_errors():
+    runner = CliRunner()
+    r = runner.invoke(app, ["compare", "-t", "dgx-h100:1", "-s", "1GiB", "-a", "nccl",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)
+    assert row["model"] == "nccl" and row["params"]["algorithm"] == "nvls"
+    assert 480e9 < row["busbw_Bps"] < 500e9
+    r = runner.invoke(app, ["compare", "-t", "torus:4x4", "-a", "nccl"])
+    assert r.exit_code == 2 and "box preset" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["compare", "-t", "dgx-h100:1", "-a", "nccl_bogus"])
+    assert r.exit_code == 2 and "nccl_bogus" in r.output
+    r = runner.invoke(app, ["list", "algorithms", "--json"])
+    assert "nccl_nvls" in json.loads(r.output)["algorithms"]["allreduce"]

@@ -1,0 +1,41 @@
+"""The nccl-tests half of `study validation` (issue 31): every published case predicted,
+errors as the study reports them."""
+
+import json
+
+import pytest
+
+from topocoll.studies.nccl_tests import NCCL_TESTS, run_nccl_validation, write_nccl_validation
+
+
+@pytest.fixture(scope="module")
+def results():
+    return run_nccl_validation()
+
+
+def test_every_case_of_validation_data_is_predicted(results):
+    assert len(results) == len(NCCL_TESTS) == 18
+    for r in results:
+        assert r.case.low <= r.case.measured <= r.case.high and r.case.source
+        assert r.predicted > 0
+
+
+def test_errors_as_reported(results):
+    """All cases within 5% except NVLS forced on 3 GPUs, which docs/studies/validation.md
+    explains (the model's NVLS rate, NCCL's 0.85 x NVLink, is 15% under what was measured
+    there); a model change that moves any of them must update the study."""
+    by = {r.case.label: r for r in results}
+    miss = by["3x H100, NCCL_ALGO=NVLS"]
+    assert miss.ran == "nvls/Simple" and miss.error == pytest.approx(-0.15, abs=0.01)
+    others = [r for r in results if r is not miss]
+    assert max(abs(r.error) for r in others) < 0.05
+    assert by["2x H100, NCCL_ALGO=NVLS"].ran == "ring/Simple"      # NVLS off at 2 GPUs
+    assert "does not apply" in by["2x H100, NCCL_ALGO=NVLS"].note
+    assert by["8x A100, default"].ran == "ring/Simple"
+
+
+def test_written_files(results, tmp_path):
+    paths = write_nccl_validation(tmp_path, results)
+    data = json.loads(paths[0].read_text())
+    assert len(data["cases"]) == 18 and data["mean_abs_error"] < 0.03
+    assert {p.name for p in paths} >= {"validation_nccl.json"}
