@@ -65,3 +65,33 @@ def test_cli_json_and_errors():
     assert r.exit_code == 2 and "nccl_bogus" in r.output
     r = runner.invoke(app, ["list", "algorithms", "--json"])
     assert "nccl_nvls" in json.loads(r.output)["algorithms"]["allreduce"]
+
+
+def test_train_costs_collectives_with_the_nccl_model():
+    from topocoll.cost.nccl import nccl_choose
+    from topocoll.workload import CollectiveCoster
+
+    t = parse_spec("dgx-h100:2")
+    cc = CollectiveCoster(t, algorithms=["nccl"])
+    tp = tuple(range(8))
+    assert cc.time("tp", "allreduce", tp, 2**26) == nccl_choose(t, "allreduce", 2**26,
+                                                                 ranks=tp).time
+    rec = cc.chosen["tp"]
+    assert rec["algorithm"] == "nccl (nvls/Simple)" and 0 < rec["bound_fraction"] <= 1
+    with pytest.raises(NotSupportedError, match="NCCL model"):
+        cc.schedule("allreduce", tp, 2**26)
+    # with schedule algorithms named too, the faster of both is kept
+    both = CollectiveCoster(t, algorithms=["nccl", "direct"])
+    dp = (0, 8)
+    t_both = both.time("dp", "allreduce", dp, 2**26)
+    t_nccl = nccl_choose(t, "allreduce", 2**26, ranks=dp).time
+    t_direct = CollectiveCoster(t, algorithms=["direct"]).time("dp", "allreduce", dp, 2**26)
+    assert t_both == min(t_nccl, t_direct)
+
+
+def test_train_cli_with_nccl():
+    r = CliRunner().invoke(app, ["train", "-m", "llama2-7b", "-t", "dgx-a100:2", "-p",
+                                 "tp=2,pp=1,dp=8", "-a", "nccl", "--json"])
+    assert r.exit_code == 0, r.output
+    chosen = json.loads(r.output)["collectives"]
+    assert any(c["algorithm"].startswith("nccl (") for c in chosen.values())

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..collective import make_collective
 from ..cost import AlphaBeta, CostModel
-from ..errors import InputError
+from ..errors import InputError, NotSupportedError
 from ..schedule import Schedule
 from ..selection import ScheduleCache, choose
 from ..topology import Topology
@@ -151,25 +151,67 @@ class CollectiveCoster:
         if key not in self._times:
             coll = make_collective(kind, ranks, 1, root)
             cands = list(algorithms) if algorithms is not None else self.algorithms
+            nccl: list[str] = []
             if cands is not None:
-                from ..selection import algorithms_for
+                from ..selection import algorithms_for, nccl_names
+                nccl = [a for a in cands if a in nccl_names(kind)]
                 ok = {a.name for a in algorithms_for(kind)}
-                cands = [a for a in cands if a in ok] or None
-            c = choose(coll, self.topology, size, model=self.model, candidates=cands,
-                       cache=self.cache, keep=1, bound=self.bounds)
-            self._times[key] = c.best.time
-            self._picked[key] = (c.best.algorithm, dict(c.best.options), c.best.schedule)
-            self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
-                                  "algorithm": c.best.algorithm, "time_s": c.best.time,
-                                  "bound_s": c.bound.time if c.bound else None,
-                                  "bound_fraction": c.bound_fraction}
+                sched = [a for a in cands if a in ok]
+                cands = sched or (None if not nccl else [])
+            if nccl:
+                self._nccl(label, key, nccl)
+            if cands != []:
+                c = choose(coll, self.topology, size, model=self.model, candidates=cands,
+                           cache=self.cache, keep=1, bound=self.bounds)
+                if key not in self._times or c.best.time < self._times[key]:
+                    self._times[key] = c.best.time
+                    self._picked[key] = (c.best.algorithm, dict(c.best.options),
+                                         c.best.schedule)
+                    self.chosen[label] = {"kind": kind, "ranks": len(ranks),
+                                          "size_bytes": size, "algorithm": c.best.algorithm,
+                                          "time_s": c.best.time,
+                                          "bound_s": c.bound.time if c.bound else None,
+                                          "bound_fraction": c.bound_fraction}
         return self._times[key]
+
+    def _nccl(self, label: str, key: tuple, names: Sequence[str]) -> None:
+        """Cost ``key``'s collective with the NCCL model (:mod:`topocoll.selection.nccl`):
+        the fastest of ``names``; it has no schedule, so :meth:`link_use` and contention
+        refuse it."""
+        from ..selection import nccl_evaluate
+
+        kind, ranks, size, root = key
+        name, _, e, in_net = min(nccl_evaluate(self.topology, kind, [size], names,
+                                               ranks=ranks), key=lambda x: x[2].time)
+        bound = None
+        if self.bounds:
+            from ..optimum import lower_bound
+
+            bound = (in_net if in_net is not None else
+                     lower_bound(make_collective(kind, ranks, 1, root), self.topology,
+                                 size).time)
+        self._times[key] = e.time
+        self._picked[key] = (name, {"algorithm": e.algorithm, "protocol": e.protocol}, None)
+        self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
+                              "algorithm": f"{name} ({e.algorithm}/{e.protocol})",
+                              "time_s": e.time, "bound_s": bound,
+                              "bound_fraction": None if bound is None else bound / e.time}
 
     def schedule(self, kind: str, ranks: tuple[int, ...], size: float,
                  root: int | None = None) -> Schedule:
-        """The schedule :meth:`time` chose for this collective (choosing it if needed)."""
+        """The schedule :meth:`time` chose for this collective (choosing it if needed).
+
+        Raises
+        ------
+        NotSupportedError
+            If the NCCL model costed it (no schedule)."""
         self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
-        return self._picked[(kind, tuple(ranks), float(size), root)][2]
+        name, _, sched = self._picked[(kind, tuple(ranks), float(size), root)]
+        if sched is None:
+            raise NotSupportedError(f"{kind} on {len(ranks)} ranks was costed by the NCCL "
+                                    f"model ({name}), which has no schedule for link loads "
+                                    f"or contention; name schedule algorithms instead")
+        return sched
 
     def link_use(self, kind: str, ranks: tuple[int, ...], size: float,
                  root: int | None = None) -> dict[int, float]:
@@ -226,7 +268,8 @@ class CollectiveCoster:
             from ..schedule import overlay
             from ..selection import find_algorithm, synthesize
 
-            alg, opts, sched = self._picked[(kind, first, float(size), None)]
+            sched = self.schedule(kind, first, size)
+            alg, opts, _ = self._picked[(kind, first, float(size), None)]
             syn = find_algorithm(alg, kind)
             scheds = [sched if tuple(g) == first else
                       synthesize(syn, self.topology, {**opts, "ranks": tuple(g)},
