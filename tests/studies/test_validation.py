@@ -37,3 +37,20 @@ def test_first_row_runs_and_calibration_reproduces_it(tmp_path):
     paths = write_validation(tmp_path, plain, cal, dev, cdev)
     d = json.loads(paths[0].read_text())
     assert d["plain"][0]["paper_tflops"] == 137 and d["calibrated_gemm_max"] == cdev.gemm_max
+
+
+def test_collectives_by_the_nccl_model_and_the_ideal_link_ablation(tmp_path):
+    """Issue 31: the study costs collectives as NCCL runs them (the NCCL model), with the
+    ideal-link schedules kept as an ablation; on row 3 (TP 4) NCCL's 240 GB/s NVLink makes
+    the tensor-parallel all-reduces slower than schedules on 300 GB/s links."""
+    from topocoll.studies.validation import SCHEDULE_ALGORITHMS, VALIDATION_ALGORITHMS
+
+    assert VALIDATION_ALGORITHMS == ("nccl",)
+    dev = find_device("a100-80g")
+    nccl = run_validation([2], device=dev)
+    ideal = run_validation([2], device=dev, algorithms=SCHEDULE_ALGORITHMS)
+    assert nccl[0].breakdown["tp_s"] > ideal[0].breakdown["tp_s"] > 0
+    assert nccl[0].tflops < ideal[0].tflops
+    paths = write_validation(tmp_path, nccl, nccl, dev, dev, schedules=ideal)
+    d = json.loads(paths[0].read_text())
+    assert d["mae_schedules"] == pytest.approx(abs(ideal[0].error))

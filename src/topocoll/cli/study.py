@@ -116,6 +116,7 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     from ..studies.nccl_tests import run_nccl_validation, write_nccl_validation
     from ..studies.validation import (
         SC21_TABLE1,
+        SCHEDULE_ALGORITHMS,
         calibrate_gemm,
         mean_abs_error,
         run_validation,
@@ -140,9 +141,10 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
         cal_row = picked[0] if picked else 0
         cdev = calibrate_gemm(cal_row, device=dev)
         cal = run_validation(picked, device=cdev)
+        ideal = run_validation(picked, device=dev, algorithms=SCHEDULE_ALGORITHMS)
     paths = write_validation(output, plain, cal, dev, cdev,
                              calibration_row=(picked or list(range(len(SC21_TABLE1))))
-                             .index(cal_row))
+                             .index(cal_row), schedules=ideal)
     nccl = run_nccl_validation()
     paths += write_nccl_validation(output, nccl)
     if as_json:
@@ -164,6 +166,8 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
               f"{100 * mean_abs_error(others):.1f}% on the other rows with gemm_max "
               f"{cdev.gemm_max:.3f} fitted on row {cal_row + 1}" if others else "",
               highlight=False)
+    out.print(f"ablation (collectives as schedules on ideal links): mean |error| "
+              f"{100 * mean_abs_error(ideal):.1f}% with data-sheet constants", highlight=False)
     tab = Table(title="nccl-tests: measured vs topocoll's NCCL model")
     for col in ("case", "measured", "predicted", "error", "NCCL ran", "note"):
         tab.add_column(col, justify="left" if col in ("case", "NCCL ran", "note") else "right")

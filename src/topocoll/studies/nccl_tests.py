@@ -121,7 +121,8 @@ def run_nccl_validation(cases: Sequence[NcclCase] = NCCL_TESTS) -> list[NcclResu
         try:
             (_, _, est, _), = nccl_evaluate(t, c.kind, [c.size], [name], ranks=ranks)
         except NotSupportedError as e:
-            note = f"{c.forced} does not apply ({str(e).split('here: ', 1)[-1]})"
+            why = str(e).split("here: ", 1)[-1].removeprefix(f"{c.forced}: ")
+            note = f"{c.forced} does not apply: {why}"
             (_, _, est, _), = nccl_evaluate(t, c.kind, [c.size], ["nccl"], ranks=ranks)
         out.append(NcclResult(c, _metric(c, est), f"{est.algorithm}/{est.protocol}", note))
     return out

@@ -26,6 +26,7 @@ from ..workload import (
 )
 
 __all__ = ["SC21_TABLE1", "ValidationRow", "run_validation", "VALIDATION_ALGORITHMS",
+           "SCHEDULE_ALGORITHMS",
            "calibrate_gemm", "write_validation", "mean_abs_error"]
 
 #: (parameters in billions, heads, hidden, layers, TP, PP, GPUs, batch, TFLOP/s per GPU)
@@ -43,8 +44,12 @@ SC21_TABLE1 = (
     (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
 )
 
-#: NCCL's own algorithms, which Megatron-LM ran on (ring and tree), plus direct sends.
-VALIDATION_ALGORITHMS = ("ring", "double_binary_tree", "bidirectional_ring", "direct")
+#: The collectives as Megatron-LM ran them: NCCL, costed by the NCCL model
+#: (:mod:`topocoll.cost.nccl`: NCCL's algorithms at the rates NCCL reaches).
+VALIDATION_ALGORITHMS = ("nccl",)
+#: The ablation: NCCL's algorithms (ring and tree) plus bidirectional ring and direct as
+#: schedules on ideal links (the study's setting before the NCCL model existed).
+SCHEDULE_ALGORITHMS = ("ring", "double_binary_tree", "bidirectional_ring", "direct")
 
 
 @dataclass(frozen=True)
@@ -118,9 +123,12 @@ def run_validation(rows: Sequence[int] | None = None, *, device: Device | None =
 
 def write_validation(directory: str | Path, plain: Sequence[ValidationRow],
                      calibrated: Sequence[ValidationRow], device: Device,
-                     calibrated_device: Device, calibration_row: int = 0) -> list[Path]:
+                     calibrated_device: Device, calibration_row: int = 0,
+                     schedules: Sequence[ValidationRow] = ()) -> list[Path]:
     """Write ``validation.json`` and ``validation.png`` (ours against the paper) into
-    ``directory``; returns the paths. The Markdown page quotes them."""
+    ``directory``; returns the paths. ``schedules``: the ablation rows (collectives as
+    schedules on ideal links, :data:`SCHEDULE_ALGORITHMS`), if run. The Markdown page
+    quotes them."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
 
@@ -137,7 +145,9 @@ def write_validation(directory: str | Path, plain: Sequence[ValidationRow],
             "calibration_row": calibration_row,
             "mae_plain": mean_abs_error(plain),
             "mae_calibrated_others": mean_abs_error(others) if others else None,
-            "plain": [rec(r) for r in plain], "calibrated": [rec(r) for r in calibrated]}
+            "plain": [rec(r) for r in plain], "calibrated": [rec(r) for r in calibrated],
+            "schedules": [rec(r) for r in schedules],
+            "mae_schedules": mean_abs_error(schedules) if schedules else None}
     paths = [d / "validation.json"]
     paths[0].write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     try:
@@ -153,6 +163,9 @@ def write_validation(directory: str | Path, plain: Sequence[ValidationRow],
     ax.plot(x, [r.tflops for r in plain], "s--", label="topocoll (data-sheet constants)")
     ax.plot(x, [r.tflops for r in calibrated], "^-",
             label=f"topocoll (gemm_max fitted on row {calibration_row + 1})")
+    if schedules:
+        ax.plot(x, [r.tflops for r in schedules], "x:",
+                label="topocoll, data-sheet, ideal-link schedules (ablation)")
     ax.set_xscale("log")
     ax.set_xlabel("parameters (billions)")
     ax.set_ylabel("TFLOP/s per GPU")
