@@ -70,6 +70,10 @@ def train(
     contention: Annotated[bool, typer.Option(
         "--contention", help="Cost every group of a kind running at once (shared links "
                              "charged) instead of one group alone.")] = False,
+    whole_fabric: Annotated[bool, typer.Option(
+        "--whole-fabric", help="Cost every group on the whole fabric, not on the links its "
+                               "routes reach (slower; one group may then borrow links that "
+                               "the other groups of its kind are using).")] = False,
     no_overlap: Annotated[bool, typer.Option(
         "--no-overlap", help="Do not overlap the data-parallel reduction with backward.")]
         = False,
@@ -159,7 +163,8 @@ def train(
 
     coster = CollectiveCoster(t, model=None if backend == "analytical" and no_bounds else cm,
                               algorithms=cands, cache=schedule_cache(no_cache),
-                              bounds=not no_bounds, contention=contention)
+                              bounds=not no_bounds, contention=contention,
+                              subfabric=not whole_fabric)
     if dear and no_overlap:
         raise InputError("--dear overlaps the reduction; it cannot go with --no-overlap",
                          item="--dear")

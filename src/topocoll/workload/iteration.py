@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,7 @@ from ..errors import InputError, NotSupportedError
 from ..schedule import Schedule
 from ..selection import ScheduleCache, choose
 from ..topology import Topology
+from ..topology.subfabric import SubFabric, route_subfabric
 from .compute import ELEMENT_BYTES, layer_compute, stage_extras
 from .devices import Device
 from .memory import (
@@ -124,10 +126,16 @@ class CollectiveCoster:
     def __init__(self, topology: Topology, *, model: CostModel | None = None,
                  algorithms: Sequence[str] | None = None,
                  cache: ScheduleCache | None = None, bounds: bool = True,
-                 contention: bool = False) -> None:
+                 contention: bool = False, subfabric: bool = True) -> None:
         self.topology = topology
         self.bounds = bounds
         self.contention = contention
+        # a group is synthesized, verified and bounded on the links its routes reach
+        # (topology.subfabric), and groups with the same sub-fabric are costed once
+        self.subfabric = subfabric
+        self._sub_choice: dict[tuple, Any] = {}
+        self._sub_of: dict[tuple, tuple[SubFabric, Schedule]] = {}
+        self._global: dict[tuple, Schedule] = {}
         # without bounds, the alpha-beta model need not attach one to every candidate
         self.model = model if model is not None or bounds else AlphaBeta(bound=False)
         self.algorithms = list(algorithms) if algorithms is not None else None
@@ -161,12 +169,26 @@ class CollectiveCoster:
             if nccl:
                 self._nccl(label, key, nccl)
             if cands != []:
-                c = choose(coll, self.topology, size, model=self.model, candidates=cands,
-                           cache=self.cache, keep=1, bound=self.bounds)
+                sub = route_subfabric(self.topology, ranks) if self.subfabric else None
+                if sub is None:
+                    c = choose(coll, self.topology, size, model=self.model,
+                               candidates=cands, cache=self.cache, keep=1, bound=self.bounds)
+                else:
+                    lroot = None if root is None else ranks.index(root)
+                    skey = (kind, sub.topology.fingerprint(), float(size), lroot,
+                            None if cands is None else tuple(cands))
+                    if skey not in self._sub_choice:
+                        local = make_collective(kind, tuple(range(len(ranks))), 1, lroot)
+                        self._sub_choice[skey] = choose(
+                            local, sub.topology, size, model=self.model, candidates=cands,
+                            cache=self.cache, keep=1, bound=self.bounds)
+                    c = self._sub_choice[skey]
                 if key not in self._times or c.best.time < self._times[key]:
                     self._times[key] = c.best.time
                     self._picked[key] = (c.best.algorithm, dict(c.best.options),
-                                         c.best.schedule)
+                                         c.best.schedule if sub is None else None)
+                    if sub is not None:
+                        self._sub_of[key] = (sub, c.best.schedule)
                     self.chosen[label] = {"kind": kind, "ranks": len(ranks),
                                           "size_bytes": size, "algorithm": c.best.algorithm,
                                           "time_s": c.best.time,
@@ -206,7 +228,16 @@ class CollectiveCoster:
         NotSupportedError
             If the NCCL model costed it (no schedule)."""
         self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
-        name, _, sched = self._picked[(kind, tuple(ranks), float(size), root)]
+        key = (kind, tuple(ranks), float(size), root)
+        name, _, sched = self._picked[key]
+        if sched is None and key in self._sub_of:
+            if key not in self._global:
+                from ..schedule import relabel
+
+                sub, local = self._sub_of[key]
+                self._global[key] = relabel(local, sub.nodes, make_collective(
+                    kind, tuple(ranks), local.collective.split, root))
+            return self._global[key]
         if sched is None:
             raise NotSupportedError(f"{kind} on {len(ranks)} ranks was costed by the NCCL "
                                     f"model ({name}), which has no schedule for link loads "
@@ -229,6 +260,23 @@ class CollectiveCoster:
             frac = load.sum(axis=0) / (self.topology.link_bandwidth * t)
             self._use[key] = {int(i): float(frac[i]) for i in np.flatnonzero(frac > 0)}
         return self._use[key]
+
+    def _same_as_first(self, kind: str, first: tuple[int, ...], group: tuple[int, ...],
+                       size: float) -> Schedule | None:
+        """``first``'s chosen schedule moved onto ``group`` when both were costed on
+        sub-fabrics that are the same up to renaming (the same data-parallel group on
+        another rail); None otherwise."""
+        key = (kind, first, float(size), None)
+        if key not in self._sub_of:
+            return None
+        sub, local = self._sub_of[key]
+        other = route_subfabric(self.topology, group)
+        if other is None or other.topology.fingerprint() != sub.topology.fingerprint():
+            return None
+        from ..schedule import relabel
+
+        return relabel(local, other.nodes,
+                       make_collective(kind, group, local.collective.split, None))
 
     def _share_bound(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
                      size: float) -> None:
@@ -272,6 +320,7 @@ class CollectiveCoster:
             alg, opts, _ = self._picked[(kind, first, float(size), None)]
             syn = find_algorithm(alg, kind)
             scheds = [sched if tuple(g) == first else
+                      self._same_as_first(kind, first, tuple(g), size) or
                       synthesize(syn, self.topology, {**opts, "ranks": tuple(g)},
                                  cache=self.cache) for g in groups]
             model = self.model or AlphaBeta(bound=False)
