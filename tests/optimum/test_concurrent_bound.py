@@ -53,13 +53,20 @@ def test_train_shows_the_shared_bound():
     from topocoll.workload import CollectiveCoster
 
     t = parse_spec("dgx-a100:4")
-    cc = CollectiveCoster(t, algorithms=["ring"])
+    cc = CollectiveCoster(t, algorithms=["ring"], subfabric=False)
     gs = groups(parse_parallel("tp=8,pp=1,dp=4"), "dp")
     cc.time_all("dp", "allreduce", gs, 2**30)
     rec = cc.chosen["dp"]
     assert rec["concurrent_groups"] == 8
     assert rec["bound_s"] == rec["concurrent_bound_s"] > 0
     assert rec["bound_fraction"] <= 1 + 1e-12
+    # on its sub-fabric (issue 30) the group has only its rail: its own bound is already
+    # above the shared one, and stays
+    sub = CollectiveCoster(t, algorithms=["ring"])
+    sub.time_all("dp", "allreduce", gs, 2**30)
+    srec = sub.chosen["dp"]
+    assert srec["bound_s"] >= srec["concurrent_bound_s"] == rec["concurrent_bound_s"]
+    assert srec["bound_fraction"] <= 1 + 1e-12
 
 
 def test_alpha_is_in_the_bound_and_below_every_schedule():
@@ -82,11 +89,18 @@ def test_a_group_costed_alone_can_be_faster_than_the_groups_together():
 
     t = parse_spec("dgx-a100:2")
     gs = groups(parse_parallel("tp=4,pp=1,dp=4"), "dp")
-    cc = CollectiveCoster(t, algorithms=["topology_adaptive"])
+    cc = CollectiveCoster(t, algorithms=["topology_adaptive"], subfabric=False)
     cc.time_all("dp", "allreduce", gs, 2**30)
     rec = cc.chosen["dp"]
     assert rec["bound_fraction"] > 1 and rec["bound_s"] == rec["concurrent_bound_s"]
-    cc2 = CollectiveCoster(t, algorithms=["topology_adaptive"], contention=True)
-    together = cc2.time_all("dp", "allreduce", gs, 2**30)
-    assert together >= rec["concurrent_bound_s"] * (1 - 1e-12)   # the bound holds
+    for subfabric in (False, True):
+        cc2 = CollectiveCoster(t, algorithms=["topology_adaptive"], contention=True,
+                               subfabric=subfabric)
+        together = cc2.time_all("dp", "allreduce", gs, 2**30)
+        assert together >= rec["concurrent_bound_s"] * (1 - 1e-12)   # the bound holds
+    # costed on its sub-fabric (the default, issue 30) the lone group cannot borrow the
+    # other groups' NICs, so it is no longer below the shared bound
+    sub = CollectiveCoster(t, algorithms=["topology_adaptive"])
+    sub.time_all("dp", "allreduce", gs, 2**30)
+    assert sub.chosen["dp"]["bound_fraction"] <= 1 + 1e-12
 

@@ -526,10 +526,16 @@ def candidate_cuts(topology: Topology) -> list[tuple[int, ...]]:
     return [tuple(np.flatnonzero(m).tolist()) for m in _candidate_masks(topology)]
 
 
-def _candidate_masks(topology: Topology) -> np.ndarray:
-    """:func:`candidate_cuts` as a boolean (cuts x ranks) matrix."""
+def _candidate_masks(topology: Topology, singles: bool = True) -> np.ndarray:
+    """:func:`candidate_cuts` as a boolean (cuts x ranks) matrix (read-only), remembered in
+    the topology; ``singles=False`` leaves out the one-rank cuts."""
+    return topology.memo(("candidate masks", singles),
+                         lambda: _build_candidate_masks(topology, singles))
+
+
+def _build_candidate_masks(topology: Topology, singles: bool) -> np.ndarray:
     R = topology.num_ranks
-    rows = [np.eye(R, dtype=bool)]
+    rows = [np.eye(R, dtype=bool)] if singles else [np.zeros((0, R), dtype=bool)]
     groups = list((topology.meta or {}).get("groups", ()) or ())
     if groups:
         g = np.zeros((len(groups), R), dtype=bool)
@@ -552,7 +558,9 @@ def _candidate_masks(topology: Topology) -> np.ndarray:
         hops = _switch_hops(topology)
         near = hops == hops.min(axis=1, keepdims=True)
         rows.append(near[(near.sum(axis=1) > 0) & (near.sum(axis=1) < R)])
-    return _unique_rows(np.concatenate(rows))
+    out = _unique_rows(np.concatenate(rows))
+    out.flags.writeable = False
+    return out
 
 
 def _unique_rows(X: np.ndarray) -> np.ndarray:
@@ -608,16 +616,21 @@ def _classes(pre: _Sets, post: _Sets, R: int) -> _Classes:
                     mat(pre), mat(post))
 
 
-def _crossing(cl: _Classes, X: np.ndarray, red: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks that must leave / enter each cut (rows of ``X``: member masks over ranks)."""
+def _crossing(cl: _Classes, X: np.ndarray, red: bool, cols: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks that must leave / enter each cut (rows of ``X``: member masks over ranks, or
+    over the ranks ``cols`` only, when every other rank is outside every cut: one group of
+    a 16,384-rank fabric then costs its own columns, not all of them)."""
     k = X.sum(axis=1)[None, :]
     if cl.p_every.all() and cl.q_every.all():
         pa = qa = k
     else:
         Xt = np.ascontiguousarray(X.T, dtype=np.float32)
+        p_mat = cl.p_mat if cols is None else cl.p_mat[:, cols]
+        q_mat = cl.q_mat if cols is None else cl.q_mat[:, cols]
         # sparse 0/1 times 0/1: whole-number counts, exact
-        pa = np.where(cl.p_every[:, None], k, cl.p_mat @ Xt)  # exact
-        qa = np.where(cl.q_every[:, None], k, cl.q_mat @ Xt)  # exact
+        pa = np.where(cl.p_every[:, None], k, p_mat @ Xt)  # exact
+        qa = np.where(cl.q_every[:, None], k, q_mat @ Xt)  # exact
     ps, qs = cl.p_size[:, None], cl.q_size[:, None]
     if red:
         out = (pa > 0) & (qa < qs)
@@ -862,7 +875,7 @@ def _cut_unit(collective: Collective, topology: Topology,
 
 
 def concurrent_cut_bound(collectives: Sequence[Collective], topology: Topology,
-                         message_bytes: float) -> CutBound:
+                         message_bytes: float, *, singles: bool = True) -> CutBound:
     """Cut bound for several collectives running at once (each of ``message_bytes``),
     such as the data-parallel groups of a training job.
 
@@ -871,7 +884,9 @@ def concurrent_cut_bound(collectives: Sequence[Collective], topology: Topology,
     time is at least the *sum* over the collectives of the bytes each must move across
     it, over the cut's capacity. The groups share what they share: one group alone may
     use all of a box's NICs, eight concurrent groups cannot. Candidate cuts as in
-    :func:`candidate_cuts`.
+    :func:`candidate_cuts`; ``singles=False`` leaves out the one-rank cuts, which one
+    group's own bound already covers (a rank is in one group), and which on a
+    16,384-rank fabric are most of the work.
 
     Examples
     --------
@@ -901,7 +916,7 @@ def concurrent_cut_bound(collectives: Sequence[Collective], topology: Topology,
                                 item=f"rank {int(np.flatnonzero(union & mask)[0])}")
         union |= mask
         prepared.append((c, mask, _classes(pre, post, R)))
-    X = _candidate_masks(topology) & union
+    X = _candidate_masks(topology, singles) & union
     k = X.sum(axis=1)
     X = _unique_rows(X[(k > 0) & (k < int(union.sum()))])
     if not len(X):
@@ -909,7 +924,8 @@ def concurrent_cut_bound(collectives: Sequence[Collective], topology: Topology,
     out = np.zeros(len(X))
     inn = np.zeros(len(X))
     for c, mask, cl in prepared:
-        o, i = _crossing(cl, X & mask, c.is_reduction)
+        cols = np.flatnonzero(mask)
+        o, i = _crossing(cl, X[:, cols], c.is_reduction, cols)
         b = c.chunk_bytes(message_bytes)
         out += o * b
         inn += i * b

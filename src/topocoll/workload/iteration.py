@@ -289,7 +289,9 @@ class CollectiveCoster:
         key = (kind, tuple(map(tuple, groups)), float(size))
         if key not in self._shared:
             colls = [make_collective(kind, tuple(g), 1) for g in groups]
-            self._shared[key] = concurrent_cut_bound(colls, self.topology, size).time
+            # one-rank cuts are in each group's own bound already
+            self._shared[key] = concurrent_cut_bound(colls, self.topology, size,
+                                                     singles=False).time
         rec = self.chosen[label]
         shared = self._shared[key]
         rec["concurrent_groups"] = len(groups)
