@@ -206,12 +206,24 @@ class CollectiveCoster:
         name, _, e, in_net = min(nccl_evaluate(self.topology, kind, [size], names,
                                                ranks=ranks), key=lambda x: x[2].time)
         bound = None
-        if self.bounds:
+        if self.bounds and in_net is not None:
+            bound = in_net
+        elif self.bounds:
             from ..optimum import lower_bound
 
-            bound = (in_net if in_net is not None else
-                     lower_bound(make_collective(kind, ranks, 1, root), self.topology,
-                                 size).time)
+            # NCCL's traffic follows the routes between the members: their sub-fabric
+            sub = route_subfabric(self.topology, ranks) if self.subfabric else None
+            if sub is None:
+                bound = lower_bound(make_collective(kind, ranks, 1, root), self.topology,
+                                    size).time
+            else:
+                local = make_collective(kind, tuple(range(len(ranks))), 1,
+                                        None if root is None else ranks.index(root))
+                bkey = ("nccl bound", kind, sub.topology.fingerprint(), float(size),
+                        local.root)
+                if bkey not in self._sub_choice:
+                    self._sub_choice[bkey] = lower_bound(local, sub.topology, size).time
+                bound = self._sub_choice[bkey]
         self._times[key] = e.time
         self._picked[key] = (name, {"algorithm": e.algorithm, "protocol": e.protocol}, None)
         self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
