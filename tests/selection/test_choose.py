@@ -50,3 +50,21 @@ def test_nothing_applies():
         choose("allreduce", fat_tree(4), 2**20, candidates=["hamiltonian_rings"])
     with pytest.raises(NotSupportedError, match="no algorithm"):
         choose("allreduce", ring(4), 2**20, candidates=["teleport"])
+
+
+def test_stop_at_bound_keeps_the_choice_and_tries_fewer():
+    """Issue 30: choose(stop_at_bound=True) stops at the first verified schedule within
+    STOP_SLACK of the proved bound; on a rail star every later candidate is no faster."""
+    from topocoll.collective import make_collective
+    from topocoll.selection import choose
+    from topocoll.selection.choose import STOP_SLACK
+    from topocoll.topology import dgx_h100
+    from topocoll.topology.subfabric import route_subfabric
+
+    star = route_subfabric(dgx_h100(16), [r * 8 + 3 for r in range(16)]).topology
+    coll = make_collective("allgather", tuple(range(16)))
+    full = choose(coll, star, 2**32)
+    fast = choose(coll, star, 2**32, stop_at_bound=True)
+    assert len(fast.alternatives) < len(full.alternatives)
+    assert fast.best.time <= fast.bound.time * (1 + STOP_SLACK)
+    assert fast.best.time <= full.best.time * (1 + STOP_SLACK)

@@ -172,7 +172,8 @@ class CollectiveCoster:
                 sub = route_subfabric(self.topology, ranks) if self.subfabric else None
                 if sub is None:
                     c = choose(coll, self.topology, size, model=self.model,
-                               candidates=cands, cache=self.cache, keep=1, bound=self.bounds)
+                               candidates=cands, cache=self.cache, keep=1, bound=self.bounds,
+                               stop_at_bound=True)
                 else:
                     lroot = None if root is None else ranks.index(root)
                     skey = (kind, sub.topology.fingerprint(), float(size), lroot,
@@ -181,7 +182,7 @@ class CollectiveCoster:
                         local = make_collective(kind, tuple(range(len(ranks))), 1, lroot)
                         self._sub_choice[skey] = choose(
                             local, sub.topology, size, model=self.model, candidates=cands,
-                            cache=self.cache, keep=1, bound=self.bounds)
+                            cache=self.cache, keep=1, bound=self.bounds, stop_at_bound=True)
                     c = self._sub_choice[skey]
                 if key not in self._times or c.best.time < self._times[key]:
                     self._times[key] = c.best.time
