@@ -11,7 +11,6 @@ in the model is fitted to these figures.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from ..errors import NotSupportedError
 from ..selection import nccl_evaluate
 from ..topology import parse_spec
+from ._common import headless_pyplot, write_json
 
 __all__ = ["NCCL_TESTS", "NcclCase", "NcclResult", "run_nccl_validation",
            "write_nccl_validation", "ASTRA_SIM_ERRORS"]
@@ -146,14 +146,9 @@ def write_nccl_validation(directory: str | Path, results: Sequence[NcclResult]) 
     data = {"cases": recs, "mean_abs_error": _mean_abs([r.error for r in results]),
             "max_abs_error": max(abs(r.error) for r in results),
             "astra_sim_errors": {str(k): v for k, v in ASTRA_SIM_ERRORS.items()}}
-    paths = [d / "validation_nccl.json"]
-    paths[0].write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:   # pragma: no cover - the plot extra
+    paths = [write_json(d / "validation_nccl.json", data)]
+    plt = headless_pyplot()
+    if plt is None:
         return paths
     fig, ax = plt.subplots(figsize=(7.2, 3.8))
     y = range(len(results))

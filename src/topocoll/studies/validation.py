@@ -9,7 +9,6 @@ TFLOP/s per GPU counted with their equation 3 (which includes the recomputed for
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..workload import (
     parse_parallel,
     simulate_iteration,
 )
+from ._common import headless_pyplot, write_json
 
 __all__ = ["SC21_TABLE1", "ValidationRow", "run_validation", "VALIDATION_ALGORITHMS",
            "SCHEDULE_ALGORITHMS",
@@ -148,14 +148,9 @@ def write_validation(directory: str | Path, plain: Sequence[ValidationRow],
             "plain": [rec(r) for r in plain], "calibrated": [rec(r) for r in calibrated],
             "schedules": [rec(r) for r in schedules],
             "mae_schedules": mean_abs_error(schedules) if schedules else None}
-    paths = [d / "validation.json"]
-    paths[0].write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:   # pragma: no cover - the plot extra
+    paths = [write_json(d / "validation.json", data)]
+    plt = headless_pyplot()
+    if plt is None:
         return paths
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     x = [r.params_b for r in plain]
