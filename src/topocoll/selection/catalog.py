@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..synth import SYNTHESIZERS, Synthesizer
+from ..synth.registry import on_register
 from ..topology import Topology
 from . import portfolio
 from .cache import ScheduleCache
@@ -34,8 +35,19 @@ def _as_user_sees(s: Synthesizer) -> Synthesizer:
     return s
 
 
-#: Every algorithm by name and collective kind (see the module docstring).
-ALGORITHMS: tuple[Synthesizer, ...] = tuple(_as_user_sees(s) for s in SYNTHESIZERS)
+#: Every algorithm by name and collective kind (see the module docstring); kept in step
+#: with :func:`topocoll.synth.register_synthesizer`.
+ALGORITHMS: list[Synthesizer] = [_as_user_sees(s) for s in SYNTHESIZERS]
+
+
+def _follow(s: Synthesizer, added: bool) -> None:
+    if added:
+        ALGORITHMS.append(_as_user_sees(s))
+    else:
+        ALGORITHMS[:] = [a for a in ALGORITHMS if (a.name, a.kind) != (s.name, s.kind)]
+
+
+on_register(_follow)
 #: Collective kinds with at least one algorithm, in a stable order.
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(s.kind for s in ALGORITHMS))
 

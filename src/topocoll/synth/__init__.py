@@ -26,7 +26,14 @@ from .recursive import (
     recursive_doubling_allreduce,
     recursive_halving_reduce_scatter,
 )
-from .registry import SYNTHESIZERS, Synthesizer, find_synthesizer, synthesizers_for
+from .registry import (
+    SYNTHESIZERS,
+    Synthesizer,
+    find_synthesizer,
+    register_synthesizer,
+    synthesizers_for,
+    unregister_synthesizer,
+)
 from .ring import (
     bidirectional_ring_allgather,
     bidirectional_ring_allreduce,
@@ -67,6 +74,7 @@ from .two_level import two_level_allgather, two_level_allreduce, two_level_reduc
 
 __all__ = [
     "SYNTHESIZERS", "Synthesizer", "find_synthesizer", "synthesizers_for",
+    "register_synthesizer", "unregister_synthesizer",
     "DEFAULT_SIZE", "resolve_group", "resolve_order", "gather_parts",
     "ring_allgather", "ring_reduce_scatter", "ring_allreduce",
     "bidirectional_ring_allgather", "bidirectional_ring_reduce_scatter",

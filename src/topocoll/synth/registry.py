@@ -27,6 +27,7 @@ from . import (
 )
 
 __all__ = ["Synthesizer", "SYNTHESIZERS", "synthesizers_for", "find_synthesizer",
+           "register_synthesizer", "unregister_synthesizer", "on_register",
            "max_schedule_bytes", "MAX_SCHEDULE_BYTES", "SCHEDULE_BYTES_PER_ENTRY"]
 
 
@@ -207,7 +208,7 @@ class Synthesizer:
         return out
 
 
-SYNTHESIZERS: tuple[Synthesizer, ...] = (
+SYNTHESIZERS: list[Synthesizer] = [
     Synthesizer("ring", "allgather", ring.ring_allgather),
     Synthesizer("ring", "reduce_scatter", ring.ring_reduce_scatter),
     Synthesizer("ring", "allreduce", ring.ring_allreduce),
@@ -283,7 +284,7 @@ SYNTHESIZERS: tuple[Synthesizer, ...] = (
                 _hamiltonian_applies),
     Synthesizer("hamiltonian_rings", "allgather", torus.hamiltonian_rings_allgather,
                 _hamiltonian_applies),
-)
+]
 
 
 #: Options whose values are counts, whatever their default (often None: "choose").
@@ -316,6 +317,56 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
     except (UnitError, ValueError) as e:
         raise InputError(f"option {key!r}: {e}", item=f"option '{key}'") from None
     return text
+
+
+#: Called with every synthesizer registered after import (the selection catalog keeps its
+#: table of algorithms in step this way, without synth importing it).
+_LISTENERS: list[Callable[[Synthesizer, bool], None]] = []
+
+
+def on_register(listener: Callable[[Synthesizer, bool], None]) -> None:
+    """Call ``listener(synthesizer, added)`` whenever a synthesizer is registered
+    (``added=True``) or unregistered after import (how the selection catalog follows)."""
+    _LISTENERS.append(listener)
+
+
+def register_synthesizer(synthesizer: Synthesizer) -> Synthesizer:
+    """Add a new algorithm: the one call a new synthesizer needs besides its module.
+
+    ``topocoll synth``, ``compare``, ``choose``, ``train``, ``sweep`` and ``list
+    algorithms`` see it from then on (``tests/synth/test_register.py`` registers one and
+    runs it through them).
+
+    Raises
+    ------
+    InputTypeError
+        If ``synthesizer`` is not a :class:`Synthesizer`.
+    InputError
+        For an unknown collective kind, or a (name, kind) registered already.
+    """
+    from ..collective import COLLECTIVE_KINDS
+
+    if not isinstance(synthesizer, Synthesizer):
+        raise InputTypeError(f"expected a Synthesizer, got {type(synthesizer).__name__}",
+                             item="synthesizer")
+    if synthesizer.kind not in COLLECTIVE_KINDS:
+        raise InputError(f"unknown collective kind {synthesizer.kind!r}; one of "
+                         f"{', '.join(COLLECTIVE_KINDS)}", item="kind")
+    if any(s.name == synthesizer.name and s.kind == synthesizer.kind for s in SYNTHESIZERS):
+        raise InputError(f"algorithm {synthesizer.name!r} for {synthesizer.kind} is "
+                         "registered already", item="name")
+    SYNTHESIZERS.append(synthesizer)
+    for listen in _LISTENERS:
+        listen(synthesizer, True)
+    return synthesizer
+
+
+def unregister_synthesizer(name: str, kind: str) -> None:
+    """Remove a synthesizer added with :func:`register_synthesizer` (tests, plugins)."""
+    syn = find_synthesizer(name, kind)
+    SYNTHESIZERS.remove(syn)
+    for listen in _LISTENERS:
+        listen(syn, False)
 
 
 def synthesizers_for(kind: str) -> tuple[Synthesizer, ...]:
