@@ -11,10 +11,12 @@ def test_every_box_builds_parses_and_round_trips(name):
     box = BOXES[name]
     t = parse_spec(f"{name}:2")
     assert t.num_ranks == 2 * box.gpus and box_of(t) is box
-    assert t.links[0].bandwidth == box.nvlink_Bps                 # GPU -> its NVSwitch
-    assert t.links[2 * t.num_ranks].bandwidth == box.nic_Bps      # GPU -> its rail
+    assert t.links[0].bandwidth == (box.nvlink_Bps if box.scale_up == "switch"   # NVSwitch
+                                    else box.nvlink_link_Bps)                  # one peer
+    nic = [lk for lk in t.links if lk.src == 0 and lk.dst >= t.num_ranks][-1]
+    assert nic.bandwidth == box.nic_Bps                              # GPU -> its rail
     assert parse_spec(t.name).fingerprint() == t.fingerprint()
-    assert box.source and box.arch in ("ampere", "hopper", "blackwell")
+    assert box.source and box.arch in ("ampere", "hopper", "blackwell", "cdna3")
 
 
 def test_data_sheet_figures():
@@ -39,3 +41,27 @@ def test_transport_option():
         parse_spec("dgx-h100:2,transport=tcp")
     with pytest.raises(TopologyError, match="unknown box"):
         find_box("dgx-z9")
+
+
+def test_mi300x_is_a_full_mesh_and_nccl_declines_it():
+    from topocoll.cost.nccl import nccl_estimates
+    from topocoll.errors import NotSupportedError
+
+    t = parse_spec("mi300x:2")
+    assert t.num_switches == 8 + 4                  # no box switch: rails and spines only
+    peers = [lk for lk in t.links if lk.src == 0 and lk.dst < t.num_ranks]
+    assert len(peers) == 7 and all(lk.bandwidth == 64e9 for lk in peers)
+    assert t.path(0, 5) == (0, 5)
+    with pytest.raises(NotSupportedError, match="RCCL"):
+        nccl_estimates(t, "allreduce", 2**30)
+
+
+def test_tpu_slice():
+    from topocoll.workload import find_device
+
+    t = parse_spec("tpu-v5p:4x4x8")
+    assert t.num_ranks == 128 and len(t.dims) == 3
+    assert {lk.bandwidth for lk in t.links} == {100e9}
+    assert find_device("tpu-v5p").peak_flops == 459e12
+    with pytest.raises(TopologyError, match="3-D torus"):
+        parse_spec("tpu-v5p:8x8")

@@ -166,6 +166,8 @@ def nccl_system(topology: Topology, ranks: Sequence[int] | None = None) -> NcclS
         raise NotSupportedError(
             f"the NCCL model needs a box preset (dgx-a100, dgx-h100, hgx-h200, dgx-b200, "
             f"gb200-nvl72), and {topology.name} is not one")
+    if box.arch not in NCCL_NVLINK_LINK_BPS:
+        raise NotSupportedError(f"{box.name} runs RCCL, which the NCCL model does not cover")
     group = range(topology.num_ranks) if ranks is None else ranks
     per_box: dict[int, int] = {}
     g = box.gpus

@@ -1,8 +1,9 @@
 """The real boxes behind the DGX-style presets: what each GPU's NVLink and NIC are.
 
-A :class:`Box` is the data sheet of one scale-up domain (a DGX/HGX chassis or an NVL
-rack): GPUs per domain, the NVLink generation, links and line rate per GPU, whether its
-NVSwitches reduce in the network (NVLink SHARP), and the NIC per GPU. The topology
+A :class:`Box` is the data sheet of one scale-up domain (a DGX/HGX chassis, an NVL rack,
+an MI300X platform): GPUs per domain, the scale-up links and line rate per GPU (through
+switches, or a full mesh), whether the switches reduce in the network (NVLink SHARP), and
+the NIC per GPU. The topology
 presets (:func:`~topocoll.topology.fabrics.box_cluster`) build their links from it and
 record its name in ``meta["box"]``, so models that need more than link rates (the NCCL
 model in :mod:`topocoll.cost.nccl`) can look it up with :func:`box_of`.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from ..errors import TopologyError
 
-__all__ = ["Box", "BOXES", "find_box", "box_of", "NIC_TRANSPORTS"]
+__all__ = ["Box", "BOXES", "find_box", "box_of", "NIC_TRANSPORTS", "TPU_SLICES"]
 
 #: NIC link protocols a box may run: InfiniBand or RDMA over Converged Ethernet.
 NIC_TRANSPORTS = ("ib", "roce")
@@ -35,7 +36,8 @@ class Box:
     gpu : str
         The GPU (a :mod:`topocoll.workload.devices` preset name where one exists).
     arch : str
-        ``ampere``, ``hopper`` or ``blackwell`` (selects NCCL's per-generation constants).
+        ``ampere``, ``hopper`` or ``blackwell`` (selects NCCL's per-generation constants),
+        or ``cdna3`` (AMD; RCCL, which the NCCL model does not cover).
     gpus : int
         GPUs in one NVLink domain.
     nvlink_links : int
@@ -50,6 +52,10 @@ class Box:
         ``ib`` or ``roce`` as shipped.
     source : str
         Where the figures come from.
+    scale_up : str
+        ``switch``: every GPU's links go to the box's switches (NVSwitch); ``mesh``: each
+        GPU has one link to every other GPU of the box (``nvlink_links = gpus - 1``; AMD
+        Infinity Fabric).
     """
 
     name: str
@@ -62,6 +68,7 @@ class Box:
     nic_Bps: float
     nic_transport: str
     source: str
+    scale_up: str = "switch"
 
     @property
     def nvlink_Bps(self) -> float:
@@ -89,7 +96,19 @@ BOXES: dict[str, Box] = {b.name: b for b in (
         "NVIDIA GB200 NVL72 product page: 72 Blackwell GPUs in one NVLink domain, 1.8 TB/s "
         "per GPU through nine NVLink switch trays; one 400 Gb/s ConnectX-7 per GPU for "
         "the scale-out fabric"),
+    Box("mi300x", "mi300x", "cdna3", 8, 7, 64e9, False, 50e9, "roce",
+        "AMD Instinct MI300X platform data sheet: 8 GPUs fully connected by seven Infinity "
+        "Fabric links each (128 GB/s both directions per link, 896 GB/s per GPU), one "
+        "400 Gb/s NIC per GPU", scale_up="mesh"),
 )}
+
+
+#: TPU slices (3-D tori of chips): per-link ICI rate, bytes/s per direction, and source.
+TPU_SLICES: dict[str, tuple[float, str]] = {
+    "tpu-v5p": (100e9, "Google Cloud TPU v5p documentation: 1,200 GB/s bidirectional ICI "
+                       "bandwidth per chip over six links of a 3-D torus (100 GB/s per "
+                       "link and direction); 459 TFLOP/s bf16, 95 GiB HBM at 2,765 GB/s"),
+}
 
 
 def find_box(name: str) -> Box:

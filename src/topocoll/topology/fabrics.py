@@ -235,7 +235,10 @@ def dgx(boxes: int, *, gpus_per_box: int = 8, nvlink_bandwidth: float = 450e9,
 
 
 def _dgx(boxes, gpus_per_box, nvlink_bandwidth, nic_bandwidth, nvlink_latency, nic_latency,
-         fabric, spines, switch_latency, name, extra_meta) -> Topology:
+         fabric, spines, switch_latency, name, extra_meta, mesh_link: float = 0.0
+         ) -> Topology:
+    """:func:`dgx`; with ``mesh_link`` > 0 the GPUs of a box are fully connected by links
+    of that rate (no NVSwitch: AMD's Infinity Fabric boxes)."""
     nb = check_count(boxes, "boxes", minimum=1)
     g = check_count(gpus_per_box, "gpus_per_box")
     nv_bw, nic_bw = check_rate(nvlink_bandwidth, "nvlink_bandwidth"), check_rate(
@@ -250,20 +253,28 @@ def _dgx(boxes, gpus_per_box, nvlink_bandwidth, nic_bandwidth, nvlink_latency, n
     ns = max(1, g // 2) if spines is None else check_count(spines, "spines", minimum=0)
     n = nb * g
     links: list[Link] = []
-    for r in range(n):
-        cable(links, r, n + r // g, nv_bw, nv_lat)
-    fab = n + nb
+    if mesh_link > 0:
+        for b in range(nb):
+            for i in range(b * g, (b + 1) * g):
+                for j in range(i + 1, (b + 1) * g):
+                    cable(links, i, j, mesh_link, nv_lat)
+        boxsw = 0
+    else:
+        for r in range(n):
+            cable(links, r, n + r // g, nv_bw, nv_lat)
+        boxsw = nb
+    fab = n + boxsw
     if fabric == "switch":
         for r in range(n):
             cable(links, r, fab, nic_bw, nic_lat)
-        num_switches = nb + 1
+        num_switches = boxsw + 1
     else:
         for r in range(n):
             cable(links, r, fab + r % g, nic_bw, nic_lat)
         for rail in range(g):
             for s in range(ns):
                 cable(links, fab + rail, fab + g + s, nb * nic_bw / ns, nic_lat)
-        num_switches = nb + g + ns
+        num_switches = boxsw + g + ns
     label = name or (f"dgx:{nb}" + (f",gpus={g}" if g != 8 else "")
                      + (",fabric=switch" if fabric == "switch" else "")
                      + (f",spines={spines}" if spines is not None else ""))
@@ -304,7 +315,8 @@ def box_cluster(box: str, boxes: int, *, fabric: str = "rail", spines: int | Non
                         else ""))
     return _dgx(boxes, b.gpus, b.nvlink_Bps, b.nic_Bps, nvlink_latency, nic_latency, fabric,
                 spines, switch_latency, label,
-                {"box": b.name, "nic_transport": transport or b.nic_transport})
+                {"box": b.name, "nic_transport": transport or b.nic_transport},
+                mesh_link=b.nvlink_link_Bps if b.scale_up == "mesh" else 0.0)
 
 
 @units_in

@@ -25,10 +25,13 @@ Names (aliases in parentheses) and their options:
     :func:`~.fabrics.dgx` (``boxes``); ``gpus=8``, ``fabric=rail|switch``, ``spines``,
     ``nvlink_bw``, ``nic_bw`` (default ``bw``), ``nvlink_lat``, ``nic_lat`` (default
     ``lat``), ``switch_lat``.
-``dgx-a100:4``, ``dgx-h100:4``, ``hgx-h200:4``, ``dgx-b200:4``, ``gb200-nvl72:2``
+``dgx-a100:4``, ``dgx-h100:4``, ``hgx-h200:4``, ``dgx-b200:4``, ``gb200-nvl72:2``, ``mi300x:4``
     the real boxes of :data:`~.boxes.BOXES` (:func:`~.fabrics.box_cluster`); as ``dgx``
     without ``gpus`` and the bandwidth options, plus ``transport=ib|roce`` (the NIC
     protocol; default the box's).
+``tpu-v5p:4x4x8``
+    a TPU v5p slice: :func:`~.generators.torus` at the chip's ICI rate
+    (:data:`~.boxes.TPU_SLICES`); ``lat``.
 ``circulant:16,jumps=1/3/5``
     :func:`~.generators.circulant`; jumps separated by ``/``; ``directed=true``.
 ``rrg:32,d=4,seed=1``
@@ -62,7 +65,7 @@ from typing import Any
 from ..errors import InputTypeError, TopologyError
 from ..units import exact_rate, exact_time, parse_rate, parse_time
 from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
-from .boxes import BOXES, NIC_TRANSPORTS
+from .boxes import BOXES, NIC_TRANSPORTS, TPU_SLICES
 from .core import ROUTINGS, Dim, Topology, check_size
 from .fabrics import FABRICS, box_cluster, dgx, fat_tree, leaf_spine
 from .generators import (
@@ -244,6 +247,14 @@ def _hier(o):
     return multi_dim(dims)
 
 
+def _tpu_name(chip: str, o) -> str:
+    shape = _need(o, "shape")
+    if len(shape) != 3:
+        raise TopologyError(f"a {chip} slice is a 3-D torus, got {len(shape)} dimensions",
+                            item="field 'shape'")
+    return f"{chip}:{'x'.join(map(str, shape))}"
+
+
 def _box_gen(box: str) -> _Gen:
     return _Gen(lambda o: box_cluster(box, _need(o, "boxes"), transport=o.get("transport"),
                                       **_dgx_common(o)),
@@ -267,6 +278,10 @@ _GENERATORS: dict[str, _Gen] = {
                  "star:N[,switch_lat=T]", ("n",), _SWITCH_LAT),
     "torus": _Gen(lambda o: torus(_need(o, "shape"), bandwidth=_bw(o), latency=_lat(o)),
                   "torus:AxBx...", ("shape",)),
+    "tpu-v5p": _Gen(lambda o: torus(_need(o, "shape"), bandwidth=TPU_SLICES["tpu-v5p"][0],
+                                    latency=_lat(o), name=_tpu_name("tpu-v5p", o)),
+                    "tpu-v5p:AxBxC (a 3-D torus slice at the chip's ICI rate)", ("shape",),
+                    {}, ("lat", "routing")),
     "mesh": _Gen(lambda o: mesh(_need(o, "shape"), bandwidth=_bw(o), latency=_lat(o)),
                  "mesh:AxBx...", ("shape",)),
     "hypercube": _Gen(lambda o: hypercube(_need(o, "d"), bandwidth=_bw(o), latency=_lat(o)),
@@ -351,7 +366,8 @@ _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattr
 #: ``leaf_spine``, ``random_regular``, ``multi_dim``, ...).
 GENERATOR_NAMES = ("ring", "uniring", "line", "fc", "fully_connected", "star", "torus", "mesh",
                    "hypercube", "fattree", "leafspine", "dgx", "dgx-a100", "dgx-h100",
-                   "hgx-h200", "dgx-b200", "gb200-nvl72", "circulant", "rrg", "hier", "totient")
+                   "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x", "tpu-v5p", "circulant",
+                   "rrg", "hier", "totient")
 GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
 #: One usage line per canonical generator name, for help text.
 GENERATOR_USAGE = {name: g.usage for name, g in _GENERATORS.items()}

@@ -100,6 +100,9 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("h200", 989e12, 141e9, 4.8e12, gemm_max=0.75, gemm_half=6e9),
     Device("mi250x", 383e12, 128 * GiB, 3.2e12, gemm_max=0.6, gemm_half=3e9),
     Device("tpu-v4", 275e12, 32 * GiB, 1.2e12, gemm_max=0.85, gemm_half=2e9),
+    # Google Cloud TPU v5p documentation (peak, HBM); the multiply efficiency of tpu-v4, for
+    # want of a published v5p measurement
+    Device("tpu-v5p", 459e12, 95 * GiB, 2.765e12, gemm_max=0.85, gemm_half=2e9),
 )}
 
 DEVICE_NAMES = tuple(DEVICES)
