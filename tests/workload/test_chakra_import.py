@@ -113,9 +113,10 @@ def _record(out: Path) -> None:
     script = r'''
 import os, sys, torch, torch.distributed as dist
 from torch.profiler import ExecutionTraceObserver, profile, ProfilerActivity
-def main(rank, world, out, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+def main(rank, world, out):
+    # a file rendezvous: no TCP port to pick and lose to a concurrent test
+    dist.init_process_group("gloo", init_method=f"file://{out}/rendezvous", rank=rank,
+                            world_size=world)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
                                 torch.nn.Linear(128, 10))
@@ -128,14 +129,14 @@ def main(rank, world, out, port):
     prof.export_chrome_trace(f"{out}/kineto/prof.{rank}.json")
     dist.destroy_process_group()
 if __name__ == "__main__":
-    import socket, torch.multiprocessing as mp
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-    mp.spawn(main, args=(2, sys.argv[1], port), nprocs=2)
+    import torch.multiprocessing as mp
+    mp.spawn(main, args=(2, sys.argv[1]), nprocs=2)
 '''
     (out / "kineto").mkdir()
     (out / "rec.py").write_text(script)         # spawn needs a file to import main from
-    subprocess.run([sys.executable, str(out / "rec.py"), str(out)], check=True,
-                   capture_output=True, timeout=300)
+    rec = subprocess.run([sys.executable, str(out / "rec.py"), str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert rec.returncode == 0, rec.stderr[-3000:]
     conv = shutil.which("chakra_converter") or str(Path(sys.executable).parent /
                                                    "chakra_converter")
     (out / "et").mkdir()

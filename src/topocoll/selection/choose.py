@@ -153,10 +153,11 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
         callers that only need the fastest schedule, such as a parallelism search, pass
         False).
     stop_at_bound : bool
-        With ``bound``: prove the bound first and stop at the first verified schedule
-        within :data:`STOP_SLACK` of it (under the alpha-beta model the bound holds for,
-        no later candidate can be faster by more than that), so ``alternatives`` lists
-        only the candidates tried. Only with the default model, without alpha.
+        Prove a bound first (the full one with ``bound``, else the candidate cuts' bound,
+        which needs no max-flow) and stop at the first verified schedule within
+        :data:`STOP_SLACK` of it (under the alpha-beta model the bound holds for, no later
+        candidate can be faster by more than that), so ``alternatives`` lists only the
+        candidates tried. Only with the default model, without alpha.
 
     Returns
     -------
@@ -198,8 +199,13 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
     best: dict[str, tuple] = {}
     coll = make_collective(collective.kind, collective.ranks, 1, collective.root)
     proved = lower_bound(coll, topology, size) if bound else None
-    stop = (proved.time * (1 + STOP_SLACK) if stop_at_bound and proved is not None
-            and (model is None or (type(model) is AlphaBeta and not model.alpha)) else None)
+    stop = None
+    if stop_at_bound and (model is None or (type(model) is AlphaBeta and not model.alpha)):
+        # without a proof to report, the candidate cuts' bound (no max-flow) is enough to
+        # stop at: a schedule that reaches a weaker bound reaches the best one too
+        cheap = proved if proved is not None else lower_bound(coll, topology, size,
+                                                              method="candidates")
+        stop = cheap.time * (1 + STOP_SLACK)
     for ev in evaluate_candidates(topology, collective, [size], algorithms=candidates,
                                   model=model, cache=cache, skipped=skipped,
                                   max_route_entries=max_route_entries):
