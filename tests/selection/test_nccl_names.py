@@ -95,3 +95,8 @@ def test_train_cli_with_nccl():
     assert r.exit_code == 0, r.output
     chosen = json.loads(r.output)["collectives"]
     assert any(c["algorithm"].startswith("nccl (") for c in chosen.values())
+
+
+def test_synth_says_what_nccl_is():
+    r = CliRunner().invoke(app, ["synth", "-t", "dgx-h100:1", "-a", "nccl", "-o", "x.json"])
+    assert r.exit_code == 2 and "NCCL model" in r.output and "compare or train" in r.output

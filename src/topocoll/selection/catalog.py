@@ -80,6 +80,11 @@ def find_algorithm(name: str, kind: str) -> Synthesizer:
     if kind not in KINDS:
         raise NotSupportedError(f"unknown collective {kind!r}; choose one of "
                                 f"{', '.join(KINDS)}")
+    from .nccl import is_nccl_name
+
+    if is_nccl_name(name):
+        raise NotSupportedError(f"{name!r} is the NCCL model: it predicts NCCL's time and has "
+                                "no schedule to build; name it in compare or train")
     names = sorted({s.name for s in ALGORITHMS if s.kind == kind})
     raise NotSupportedError(f"no algorithm {name!r} for {kind}; available: {', '.join(names)}")
 
