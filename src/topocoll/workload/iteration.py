@@ -134,6 +134,7 @@ class CollectiveCoster:
         # (topology.subfabric), and groups with the same sub-fabric are costed once
         self.subfabric = subfabric
         self._sub_choice: dict[tuple, Any] = {}
+        self._nccl_bounds: dict[tuple, float] = {}
         self._sub_of: dict[tuple, tuple[SubFabric, Schedule]] = {}
         self._global: dict[tuple, Schedule] = {}
         # without bounds, the alpha-beta model need not attach one to every candidate
@@ -220,11 +221,10 @@ class CollectiveCoster:
             else:
                 local = make_collective(kind, tuple(range(len(ranks))), 1,
                                         None if root is None else ranks.index(root))
-                bkey = ("nccl bound", kind, sub.topology.fingerprint(), float(size),
-                        local.root)
-                if bkey not in self._sub_choice:
-                    self._sub_choice[bkey] = lower_bound(local, sub.topology, size).time
-                bound = self._sub_choice[bkey]
+                bkey = (kind, sub.topology.fingerprint(), float(size), local.root)
+                if bkey not in self._nccl_bounds:
+                    self._nccl_bounds[bkey] = lower_bound(local, sub.topology, size).time
+                bound = self._nccl_bounds[bkey]
         self._times[key] = e.time
         self._picked[key] = (name, {"algorithm": e.algorithm, "protocol": e.protocol}, None)
         self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
