@@ -100,3 +100,11 @@ def test_train_cli_with_nccl():
 def test_synth_says_what_nccl_is():
     r = CliRunner().invoke(app, ["synth", "-t", "dgx-h100:1", "-a", "nccl", "-o", "x.json"])
     assert r.exit_code == 2 and "NCCL model" in r.output and "compare or train" in r.output
+
+
+def test_in_network_bound_is_for_the_kinds_nvls_runs():
+    t = parse_spec("dgx-h100:1")
+    # every rank sends out 7/8 of 1 GiB at most at its 450 + 50 GB/s
+    assert in_network_bound(t, "allgather", range(8), GiB) == pytest.approx(GiB * 7 / 8 / 500e9)
+    with pytest.raises(NotSupportedError, match="in-switch"):
+        in_network_bound(t, "broadcast", range(8), GiB)

@@ -41,7 +41,16 @@ def in_network_bound(topology: Topology, kind: str, group: Sequence[int],
                      message_bytes: float) -> float:
     """A lower bound on any allreduce, allgather or reduce-scatter when switches may
     reduce: each rank must still send out (or take in) the ``(n-1)/n`` of the data that
-    is not its own, at most at its egress bandwidth."""
+    is not its own, at most at its egress bandwidth.
+
+    Raises
+    ------
+    NotSupportedError
+        For another kind (the argument above is made for these three only).
+    """
+    if kind not in ("allreduce", "allgather", "reduce_scatter"):
+        raise NotSupportedError(f"the in-switch bound is for allreduce, allgather and "
+                                f"reduce_scatter, not {kind}")
     n = len(group)
     egress = topology.egress_bandwidth()[list(group)].min()
     return message_bytes * (n - 1) / n / float(egress)

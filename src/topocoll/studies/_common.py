@@ -1,5 +1,5 @@
 """What every study's writer does: a JSON artifact and, where matplotlib is installed, a
-headless pyplot."""
+headless pyplot and a figure saved without a clock or a version in it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json", "headless_pyplot"]
+__all__ = ["write_json", "headless_pyplot", "save_figure"]
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -26,3 +26,14 @@ def headless_pyplot():
     except ImportError:   # pragma: no cover - the plot extra
         return None
     return plt
+
+
+def save_figure(fig, path: Path, dpi: int = 110) -> Path:
+    """Lay out ``fig``, write it to ``path`` as PNG without the Software tag (same bytes
+    from every matplotlib build of the pin) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi, metadata={"Software": None})
+    plt.close(fig)
+    return path

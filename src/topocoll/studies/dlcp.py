@@ -14,6 +14,7 @@ import numpy as np
 from ..fabric import profile_summary, run_dlcp
 from ..topology.spec import parse_spec
 from ..workload import LAYERED
+from ._common import save_figure
 from .dlcp_convergence import run_convergence, train_with_loss
 
 __all__ = ["STUDY_TOPOLOGY", "SCALE", "SCALE_SCHEMES", "run_dlcp_study", "write_dlcp_study",
@@ -155,10 +156,7 @@ def write_dlcp_study(directory: str | Path, res: dict) -> list[Path]:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    pp = d / "dlcp-convergence.png"
-    fig.savefig(pp, dpi=100, metadata={"Software": None})
-    plt.close(fig)
+    pp = save_figure(fig, d / "dlcp-convergence.png", dpi=100)
     out = [pj, pp]
     if res.get("scale"):
         out.append(_scale_figure(plt, d, res))
@@ -180,8 +178,4 @@ def _scale_figure(plt, d: Path, res: dict) -> Path:
     ax.set_xticks([w for w, _ in sets])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = d / "dlcp-scale.png"
-    fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return save_figure(fig, d / "dlcp-scale.png", dpi=100)

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import NotSupportedError
 from ..selection import nccl_evaluate
 from ..topology import parse_spec
-from ._common import headless_pyplot, write_json
+from ._common import headless_pyplot, save_figure, write_json
 
 __all__ = ["NCCL_TESTS", "NcclCase", "NcclResult", "run_nccl_validation",
            "write_nccl_validation", "ASTRA_SIM_ERRORS"]
@@ -164,9 +164,5 @@ def write_nccl_validation(directory: str | Path, results: Sequence[NcclResult]) 
     ax.set_xlabel("GB/s (bus bandwidth; per NIC for alltoall)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    png = d / "validation_nccl.png"
-    fig.savefig(png, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    paths.append(png)
+    paths.append(save_figure(fig, d / "validation_nccl.png"))
     return paths

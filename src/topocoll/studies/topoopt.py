@@ -23,6 +23,7 @@ from ..fabric import (
     topoopt_cost,
 )
 from ..workload import LAYERED, find_device
+from ._common import save_figure
 
 __all__ = ["STUDY_MODELS", "STUDY_DEGREES", "STUDY_GBPS", "FATTREE_GBPS", "run_topoopt_study",
            "write_topoopt_study"]
@@ -134,8 +135,4 @@ def write_topoopt_study(directory: str | Path, res: dict) -> list[Path]:
     for ax in list(axes.flat)[len(models):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
-    pp = d / "topoopt-cost.png"
-    fig.savefig(pp, dpi=100, metadata={"Software": None})
-    plt.close(fig)
-    return [pj, pp]
+    return [pj, save_figure(fig, d / "topoopt-cost.png", dpi=100)]

@@ -23,7 +23,7 @@ from ..workload import (
     parse_parallel,
     simulate_iteration,
 )
-from ._common import headless_pyplot, write_json
+from ._common import headless_pyplot, save_figure, write_json
 
 __all__ = ["SC21_TABLE1", "ValidationRow", "run_validation", "VALIDATION_ALGORITHMS",
            "SCHEDULE_ALGORITHMS",
@@ -166,9 +166,5 @@ def write_validation(directory: str | Path, plain: Sequence[ValidationRow],
     ax.set_ylabel("TFLOP/s per GPU")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    png = d / "validation.png"
-    fig.savefig(png, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    paths.append(png)
+    paths.append(save_figure(fig, d / "validation.png"))
     return paths
