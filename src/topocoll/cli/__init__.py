@@ -9,6 +9,7 @@ from . import (
     bound,
     compare,
     demo,
+    design,
     dlcp,
     export,
     importer,
@@ -27,7 +28,7 @@ from .app import app
 
 __all__ = ["app", "main", "bound", "compare", "demo", "export", "listing", "schedules", "simulate",
            "study", "testbed", "topology", "train", "libra", "sweep", "topoopt", "dlcp",
-           "importer"]
+           "importer", "design"]
 
 
 def main() -> None:

@@ -65,6 +65,20 @@ _WHERE = {
     "Timing": "topoopt_job",
     "Traffic": "topoopt_job",
     "SPLITS": "topoopt_search",
+    "FAMILIES": "design",
+    "DESIGN_ALGORITHMS": "design",
+    "PRODUCT_GBPS": "design",
+    "Bill": "design",
+    "DesignJob": "design",
+    "Design": "design",
+    "DesignResult": "design",
+    "family_topology": "design",
+    "family_bill": "design",
+    "torus_shape": "design",
+    "rate_for_budget": "design",
+    "evaluate_design": "design",
+    "design_fabrics": "design",
+    "PARTS": "prices",
     "TopoOptResult": "topoopt_search",
     "baselines": "topoopt_search",
     "describe_strategy": "topoopt_search",
@@ -88,7 +102,9 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "TopoOptResult", "baselines", "describe_strategy", "expander_fabric", "mcmc",
            "optimize", "switch_fabric", "SPLITS", "mp_matchings", "SCHEMES", "PATTERNS",
            "background_flows", "dlcp_messages", "run_dlcp", "loss_profile",
-           "profile_summary"]
+           "profile_summary", "FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill",
+           "DesignJob", "Design", "DesignResult", "family_topology", "family_bill",
+           "torus_shape", "rate_for_budget", "evaluate_design", "design_fabrics", "PARTS"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

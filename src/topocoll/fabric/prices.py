@@ -3,11 +3,13 @@ fabric per server, and the cost-equivalent fat-tree bandwidth.
 
 TopoOpt (Wang et al., NSDI 2023) compares designs at equal cost
 (``../shared/reference/algorithms.md`` section 1.6). Its component prices are in the paper
-only, so the defaults here are **illustrative list-price-like assumptions**, not the paper's
+only, so the defaults here (the packaged ``prices.yaml``, which also has each part's power
+and the source of every figure) are **list-price-like assumptions**, not the paper's
 numbers: what matters for the comparison is their shape (a switched fabric pays for
 switch ports and transceivers at every tier; a direct-connect fabric pays ``d`` NIC ports,
 transceivers and patch-panel ports per server). Pass your own :class:`PriceTable` (or a
-YAML file to ``topocoll topoopt --prices``) for real quotes.
+YAML file to ``topocoll topoopt --prices`` or ``topocoll design --prices``) for real
+quotes.
 
 - Fat-tree of ``t`` tiers (``t = 2`` when ``n <= radix^2 / 2`` servers, else 3),
   per server: one NIC port; the server's link ends in a switch port with a transceiver;
@@ -36,60 +38,140 @@ True
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["PriceTable", "fattree_cost", "fattree_tiers", "topoopt_cost",
+__all__ = ["PARTS", "PriceTable", "fattree_cost", "fattree_tiers", "topoopt_cost",
            "equivalent_fattree_bandwidth", "read_price_table"]
 
 _GBPS = 1e9 / 8            # bytes/s in one Gb/s
 
 
-def _default(values: dict[int, float]) -> dict[float, float]:
-    return {g * _GBPS: v for g, v in values.items()}
+_SPEED_PARTS = ("nic", "transceiver", "switch_port", "dac")
+_FLAT_PARTS = ("patch_panel_port", "ocs_port", "fiber", "scaleup_port")
+PARTS = _SPEED_PARTS + _FLAT_PARTS
+
+
+@functools.cache
+def _defaults() -> dict:
+    """The packaged ``prices.yaml``: per part its dollars, watts (by speed in bytes/s for
+    the per-speed parts) and source."""
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).parent / "prices.yaml").read_text())
+    return {part: _entry(part, doc[part], "prices.yaml") for part in PARTS}
+
+
+def _entry(part: str, val, where: str) -> dict:
+    """One part of a price file: ``{usd, watts, source}`` (or, for a per-speed part, a bare
+    map of Gb/s to dollars; or a bare number of dollars)."""
+    if val is None or val == {} or val == []:
+        raise InputError(f"{where}: no price for {part!r}", item=part)
+    if not isinstance(val, dict) or not {"usd", "watts", "source"} & set(val):
+        val = {"usd": val}
+    unknown = set(val) - {"usd", "watts", "source"}
+    if unknown:
+        raise InputError(f"{where}: {part}: unknown key {sorted(unknown)[0]!r} (known: usd, "
+                         f"watts, source)", item=part)
+    out: dict = {}
+    for key in ("usd", "watts"):
+        if key not in val:
+            continue
+        v = val[key]
+        if v is None or v == {}:
+            raise InputError(f"{where}: no {'price' if key == 'usd' else 'power'} for "
+                             f"{part!r}", item=part)
+        if part in _SPEED_PARTS:
+            if isinstance(v, dict):
+                try:
+                    out[key] = {float(sp) * _GBPS: float(x) for sp, x in v.items()}
+                except (TypeError, ValueError):
+                    raise InputError(f"{where}: {part} {key} must map Gb/s to numbers",
+                                     item=part) from None
+            else:
+                raise InputError(f"{where}: {part} {key} must map Gb/s to numbers",
+                                 item=part)
+        else:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(f"{where}: {part} {key} must be a number", item=part)
+            out[key] = float(v)
+    if "source" in val:
+        out["source"] = str(val["source"])
+    return out
+
+
+def _default(part: str, key: str = "usd"):
+    return _defaults()[part][key]
+
+
+def _default_watts() -> dict:
+    return {p: _defaults()[p]["watts"] for p in PARTS}
+
+
+def _default_sources() -> dict:
+    return {p: _defaults()[p]["source"] for p in PARTS}
 
 
 @dataclass(frozen=True)
 class PriceTable:
-    """US dollars per port by speed (bytes/s) for ``nic``, ``transceiver`` and
-    ``switch_port``; flat prices for ``patch_panel_port``, ``ocs_port`` and ``fiber``
-    (per cable). Defaults are assumptions (see the module docstring)."""
+    """US dollars per unit: per port by speed (bytes/s) for ``nic``, ``transceiver``,
+    ``switch_port`` and ``dac`` (a copper cable); flat for ``patch_panel_port``,
+    ``ocs_port``, ``fiber`` (per cable) and ``scaleup_port`` (one NVLink-class port per GPU
+    link). ``watts`` has the power of each part in the same shape, ``sources`` where each
+    figure comes from. Defaults: the packaged ``prices.yaml`` (see the module docstring)."""
 
-    nic: Mapping[float, float] = field(default_factory=lambda: _default(
-        {10: 60, 25: 100, 40: 150, 100: 300, 200: 600, 400: 1000, 800: 1800}))
-    transceiver: Mapping[float, float] = field(default_factory=lambda: _default(
-        {10: 20, 25: 39, 40: 49, 100: 99, 200: 299, 400: 599, 800: 1199}))
-    switch_port: Mapping[float, float] = field(default_factory=lambda: _default(
-        {10: 50, 25: 80, 40: 120, 100: 200, 200: 400, 400: 700, 800: 1300}))
-    patch_panel_port: float = 100.0
-    ocs_port: float = 520.0
-    fiber: float = 10.0
+    nic: Mapping[float, float] = field(default_factory=lambda: _default("nic"))
+    transceiver: Mapping[float, float] = field(default_factory=lambda: _default("transceiver"))
+    switch_port: Mapping[float, float] = field(default_factory=lambda: _default("switch_port"))
+    patch_panel_port: float = field(default_factory=lambda: _default("patch_panel_port"))
+    ocs_port: float = field(default_factory=lambda: _default("ocs_port"))
+    fiber: float = field(default_factory=lambda: _default("fiber"))
+    dac: Mapping[float, float] = field(default_factory=lambda: _default("dac"))
+    scaleup_port: float = field(default_factory=lambda: _default("scaleup_port"))
+    watts: Mapping[str, object] = field(default_factory=_default_watts)
+    sources: Mapping[str, str] = field(default_factory=_default_sources)
 
     def __post_init__(self) -> None:
-        for name in ("nic", "transceiver", "switch_port"):
+        for name in _SPEED_PARTS:
             tab = getattr(self, name)
             if not tab or any(not (s > 0 and p >= 0) for s, p in tab.items()):
                 raise InputError(f"price table {name!r} needs positive speeds and "
                                  f"non-negative prices", item=name)
-        for name in ("patch_panel_port", "ocs_port", "fiber"):
+        for name in _FLAT_PARTS:
             if not getattr(self, name) >= 0:
                 raise InputError(f"price {name!r} must be >= 0", item=name)
+        for name in PARTS:
+            if name not in self.watts:
+                raise InputError(f"price table: no power for {name!r}", item=name)
 
-    def price(self, part: str, speed: float) -> float:
-        """Dollars for one ``part`` (``nic``, ``transceiver``, ``switch_port``) at
-        ``speed`` bytes/s, interpolated (see the module docstring)."""
-        tab = sorted(getattr(self, part).items())
-        if speed <= tab[0][0]:
-            return tab[0][1] * speed / tab[0][0]
-        for (s0, p0), (s1, p1) in zip(tab, tab[1:], strict=False):
-            if speed <= s1:
-                return p0 + (p1 - p0) * (speed - s0) / (s1 - s0)
-        if len(tab) == 1:
-            return tab[0][1] * speed / tab[0][0]
-        (s0, p0), (s1, p1) = tab[-2], tab[-1]
-        return p1 + (p1 - p0) * (speed - s1) / (s1 - s0)
+    def price(self, part: str, speed: float = 0.0) -> float:
+        """Dollars for one ``part`` at ``speed`` bytes/s (per-speed parts interpolated,
+        see the module docstring; flat parts ignore ``speed``)."""
+        if part in _FLAT_PARTS:
+            return float(getattr(self, part))
+        return _interpolate(getattr(self, part), speed)
+
+    def power(self, part: str, speed: float = 0.0) -> float:
+        """Watts of one ``part`` at ``speed`` bytes/s, interpolated as :meth:`price`."""
+        w = self.watts[part]
+        return float(w) if not isinstance(w, Mapping) else _interpolate(w, speed)
+
+
+def _interpolate(table: Mapping[float, float], speed: float) -> float:
+    tab = sorted(table.items())
+    if speed <= tab[0][0]:
+        return tab[0][1] * speed / tab[0][0]
+    for (s0, p0), (s1, p1) in zip(tab, tab[1:], strict=False):
+        if speed <= s1:
+            return p0 + (p1 - p0) * (speed - s0) / (s1 - s0)
+    if len(tab) == 1:
+        return tab[0][1] * speed / tab[0][0]
+    (s0, p0), (s1, p1) = tab[-2], tab[-1]
+    return p1 + (p1 - p0) * (speed - s1) / (s1 - s0)
 
 
 def fattree_tiers(servers: int, radix: int = 64) -> int:
@@ -147,17 +229,16 @@ def equivalent_fattree_bandwidth(servers: int, cost: float, prices: PriceTable |
 
 
 def read_price_table(path: str) -> PriceTable:
-    """A :class:`PriceTable` from YAML or JSON: ``nic``, ``transceiver`` and
-    ``switch_port`` map speeds in Gb/s to dollars; ``patch_panel_port``, ``ocs_port`` and
-    ``fiber`` are dollars. Omitted entries keep their defaults.
+    """A :class:`PriceTable` from YAML or JSON, in the shape of the packaged
+    ``prices.yaml``: per part ``usd``, ``watts`` and ``source`` (per-speed parts map Gb/s
+    to figures); a bare map of Gb/s to dollars, or a bare number, is the part's price.
+    Omitted parts and keys keep their defaults.
 
     Raises
     ------
     InputError
-        Naming the file and the bad entry.
+        Naming the file and the bad entry (an unknown part, a part given with no price).
     """
-    from pathlib import Path
-
     from ..topology.io import read_mapping
 
     doc = read_mapping(Path(path))
@@ -165,21 +246,16 @@ def read_price_table(path: str) -> PriceTable:
         raise InputError(f"{path}: a price table is a mapping of part to price",
                          item=str(path))
     kw: dict = {}
-    known = {"nic", "transceiver", "switch_port", "patch_panel_port", "ocs_port", "fiber"}
+    watts = dict(_default_watts())
+    sources = dict(_default_sources())
     for key, val in doc.items():
-        if key not in known:
-            raise InputError(f"{path}: unknown price {key!r} (known: {', '.join(sorted(known))})",
+        if key not in PARTS:
+            raise InputError(f"{path}: unknown part {key!r} (known: {', '.join(PARTS)})",
                              item=str(key))
-        if key in ("nic", "transceiver", "switch_port"):
-            if not isinstance(val, dict):
-                raise InputError(f"{path}: {key} must map Gb/s to dollars", item=key)
-            try:
-                kw[key] = {float(s) * _GBPS: float(v) for s, v in val.items()}
-            except (TypeError, ValueError):
-                raise InputError(f"{path}: {key} must map numbers to numbers",
-                                 item=key) from None
-        else:
-            if isinstance(val, bool) or not isinstance(val, (int, float)):
-                raise InputError(f"{path}: {key} must be a number of dollars", item=key)
-            kw[key] = float(val)
-    return PriceTable(**kw)
+        e = _entry(key, val, str(path))
+        if "usd" in e:
+            kw[key] = e["usd"]
+        if "watts" in e:
+            watts[key] = e["watts"]
+        sources[key] = e.get("source", f"{path}")
+    return PriceTable(**kw, watts=watts, sources=sources)

@@ -26,6 +26,7 @@ from .io import (
                          topology_to_dict,
                          write_astra_network,
 )
+from .scaleout import SCALEOUTS, ClosPlan, clos_plan, cluster, cluster_plans, leaf_ports
 from .spec import GENERATOR_NAMES, load_topology, parse_spec
 from .totient import totient, totient_jumps
 
@@ -37,4 +38,5 @@ __all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS",
            "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY",
            "parse_spec", "load_topology", "GENERATOR_NAMES",
            "topology_to_dict", "topology_from_dict", "save_topology", "load_topology_file",
-           "read_astra_network", "write_astra_network", "totient", "totient_jumps"]
+           "read_astra_network", "write_astra_network", "totient", "totient_jumps",
+           "cluster", "cluster_plans", "clos_plan", "ClosPlan", "leaf_ports", "SCALEOUTS"]

@@ -1,0 +1,197 @@
+"""``topocoll design``: which fabric to build for a training job, at equal cost."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from .app import (
+    JsonOpt,
+    NoCacheOpt,
+    app,
+    busy,
+    choice_opt,
+    handle_errors,
+    model_opt,
+    out,
+    print_json,
+    schedule_cache,
+    time_opt,
+)
+
+__all__ = ["design", "parse_dollars"]
+
+_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9}
+
+
+def parse_dollars(text: str, option: str = "--budget") -> float:
+    """Dollars from ``8000000``, ``8e6``, ``$8M`` or ``750k``.
+
+    >>> parse_dollars("$8.5M"), parse_dollars("750k"), parse_dollars("1e6")
+    (8500000.0, 750000.0, 1000000.0)
+    """
+    m = re.fullmatch(r"\s*\$?\s*([0-9.eE+-]+)\s*([kKmMbB]?)\s*(USD|usd)?\s*", text)
+    try:
+        value = float(m.group(1)) * _SCALE[m.group(2).lower()] if m else None
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or value == float("inf"):
+        raise InputError(f"{option}: {text!r} is not a positive amount of dollars (8e6, "
+                         f"$8M, 750k)", item=option)
+    return value
+
+
+def _floats(text: str, option: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{option}: {text!r} is not a comma-separated list of numbers",
+                         item=option) from None
+
+
+@app.command()
+@handle_errors
+def design(
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="A model name (topocoll list models), transformer:...,"
+                              " or a YAML file.")] = "llama3-70b",
+    gpus: Annotated[int, typer.Option(help="GPUs of the job.")] = 1024,
+    box: Annotated[str, typer.Option(
+        help="Scale-up boxes to try, comma-separated (dgx-a100, dgx-h100, hgx-h200, "
+             "dgx-b200, gb200-nvl72, mi300x); the first one's NICs on a rail-optimized "
+             "Clos are the reference design.")] = "dgx-h100",
+    device: Annotated[str | None, typer.Option(
+        help="Device preset (default: the first box's GPU).")] = None,
+    global_batch: Annotated[int | None, typer.Option(
+        help="Sequences per iteration (default: one per GPU).")] = None,
+    seq: Annotated[int | None, typer.Option(help="Sequence length (default: the model's).")]
+        = None,
+    families: Annotated[str | None, typer.Option(
+        help="Fabric families, comma-separated (default: every one: fat-tree, rail, "
+             "rail-only, torus, topoopt).")] = None,
+    budget: Annotated[str | None, typer.Option(
+        help="Network budget in dollars (8e6, $8M): each family's fastest design at this "
+             "cost.")] = None,
+    time_target: Annotated[str | None, typer.Option(
+        "--time-target", help="Iteration time to meet (12s): each family's cheapest design "
+                              "at product line rates.")] = None,
+    oversubscription: Annotated[str, typer.Option(
+        help="Leaf oversubscriptions to try for the Clos families, comma-separated.")]
+        = "1",
+    radix: Annotated[int, typer.Option(help="Ports per switch.")] = 64,
+    prices: Annotated[str | None, typer.Option(
+        help="Price and power table (YAML/JSON, the shape of the packaged prices.yaml; "
+             "omitted parts keep the defaults).")] = None,
+    backend: Annotated[str, typer.Option(
+        "--backend", "-b", help="How collectives are timed: analytical or flow.")]
+        = "analytical",
+    algorithms: Annotated[str | None, typer.Option(
+        "--algorithms", "-a", help="Candidate collective algorithms (default: ring, "
+                                   "double_binary_tree, hierarchical).")] = None,
+    no_bounds: Annotated[bool, typer.Option(
+        "--no-bounds", help="Do not prove the winning parallelism's collective bounds.")]
+        = False,
+    no_cache: NoCacheOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Which fabric to build for a training job: every family's design at equal cost (or a
+    --budget, or the cheapest to meet --time-target), with its best parallelism."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..fabric.design import DESIGN_ALGORITHMS, FAMILIES, DesignJob, design_fabrics
+    from ..fabric.prices import PriceTable, read_price_table
+    from ..sim.backends import backend_names
+    from ..topology.boxes import find_box
+    from ..workload import find_device, load_model, parse_model
+
+    choice_opt(backend, backend_names(workload=True), "--backend")
+    cm = model_opt(backend, "0")
+    boxes = [b.strip() for b in box.split(",") if b.strip()]
+    if not boxes:
+        raise InputError("--box names no box", item="--box")
+    bxs = [find_box(b) for b in boxes]
+    dev = find_device(device or bxs[0].gpu)
+    fams = [f.strip() for f in families.split(",") if f.strip()] if families else \
+        list(FAMILIES)
+    for f in fams:
+        if f not in FAMILIES:
+            raise InputError(f"unknown fabric family {f!r}; known: {', '.join(FAMILIES)}",
+                             item=f)
+    if gpus < 2:
+        raise InputError(f"--gpus must be at least 2, got {gpus}", item="--gpus")
+    mdl = load_model(model) if Path(model).suffix in (".yaml", ".yml", ".json") else \
+        parse_model(model)
+    if seq is not None:
+        if seq < 1:
+            raise InputError(f"--seq must be at least 1, got {seq}", item="--seq")
+        mdl = replace(mdl, seq=seq)
+    gb = gpus if global_batch is None else global_batch
+    if gb < 1:
+        raise InputError(f"--global-batch must be at least 1, got {gb}", item="--global-batch")
+    table = read_price_table(prices) if prices is not None else PriceTable()
+    cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else \
+        list(DESIGN_ALGORITHMS)
+    job = DesignJob(mdl, gpus, dev, gb)
+    with busy(f"{mdl.name} on {gpus} GPUs", as_json) as bar:
+        res = design_fabrics(
+            job, boxes=bxs, families=fams,
+            oversubscriptions=_floats(oversubscription, "--oversubscription"),
+            budget=None if budget is None else parse_dollars(budget),
+            time_target=None if time_target is None else time_opt(time_target,
+                                                                  "--time-target"),
+            prices=table, radix=radix, algorithms=cands, cost_model=cm,
+            cache=schedule_cache(no_cache), bounds=not no_bounds,
+            progress=lambda s: bar.update(bar.task_ids[0], description=f"designing: {s}"))
+    rec = {"model": mdl.name, "gpus": gpus, "device": dev.name, "global_batch": gb,
+           "backend": backend, "algorithms": cands, "radix": radix,
+           "prices": prices or "packaged prices.yaml", **res.to_dict()}
+    if as_json:
+        print_json(rec)
+        return
+    if res.mode == "budget":
+        what = f"at a budget of ${res.budget_usd:,.0f}"
+    elif res.mode == "time-target":
+        what = f"cheapest to meet {res.time_target_s:g} s per iteration"
+    else:
+        ref = res.reference
+        what = (f"at equal cost to {ref['box']} on a rail-optimized Clos at "
+                f"{ref['rate_gbps']:g} Gb/s (${res.budget_usd:,.0f})")
+    tab = Table(title=f"{mdl.name} on {gpus} x {dev.name}, global batch {gb}: {what}")
+    for col, just in (("family", "left"), ("box", "left"), ("oversub", "right"),
+                      ("Gb/s per port", "right"), ("cost", "right"), ("power", "right"),
+                      ("iteration", "right"), ("MFU", "right"), ("exposed comm", "right"),
+                      ("parallelism", "left"), ("worst collective / bound", "right")):
+        tab.add_column(col, justify=just)
+    win = res.winner
+    for d in res.designs:
+        mark = " *" if d is win else ""
+        if d.iteration_s is None:
+            tab.add_row(d.family + mark, d.box, f"{d.oversubscription:g}", "-",
+                        f"${d.bill.cost_usd:,.0f}", f"{d.bill.power_w / 1e3:,.1f} kW", "-",
+                        "-", "-", d.reason, "-")
+            continue
+        bnd = (f"{100 * d.bound['fraction_of_bound']:.0f}% ({d.bound['worst_collective']})"
+               if d.bound else "-")
+        tab.add_row(d.family + mark, d.box, f"{d.oversubscription:g}",
+                    f"{d.rate_Bps * 8 / 1e9:,.0f}", f"${d.bill.cost_usd:,.0f}",
+                    f"{d.bill.power_w / 1e3:,.1f} kW",
+                    f"{d.iteration_s:.4g} s" + ("" if d.feasible else " (misses)"),
+                    f"{100 * d.mfu:.1f}%", f"{d.exposed_comm_s:.3g} s", d.parallel, bnd)
+    out.print(tab)
+    if win is None:
+        out.print("no design is feasible", highlight=False)
+    else:
+        out.print(f"best: {win.family} ({win.box}) at {win.rate_Bps * 8 / 1e9:,.0f} Gb/s per "
+                  f"port, ${win.bill.cost_usd:,.0f}, {win.iteration_s:.4g} s per iteration, "
+                  f"{win.parallel}", highlight=False)
+        others = [f"{d.family} ({d.box}" + ("" if d.oversubscription == 1 else
+                                             f", oversub {d.oversubscription:g}") + ")"
+                  for d in res.ties if d is not win]
+        if others:
+            out.print(f"within {100 * res.TIE:g}% of it: {', '.join(others)}",
+                      highlight=False)

@@ -1,0 +1,467 @@
+"""Which fabric to build for a training job, at equal cost (``topocoll design``).
+
+For each fabric family (:data:`FAMILIES`) and scale-up box, a design is a routed
+topology of the job's GPUs with a bill of materials from the one price table
+(:class:`~.prices.PriceTable`: dollars and watts per part, sources in ``prices.yaml``).
+Every design is evaluated by the workload layer's iteration engine: the parallelism
+search (:func:`~topocoll.workload.search_parallelism`) ranks every TP x PP x DP
+factorization that fits in memory on that fabric, collectives chosen among
+:data:`DESIGN_ALGORITHMS` (what collective libraries run) by the chosen cost model. So
+each family is compared with its best parallelism, not a fixed one.
+
+Three questions (``docs/design-fabric.md``):
+
+- **at a budget** (``budget``): each family's per-port line rate is solved so that its
+  bill equals the budget (cost is continuous and increasing in the rate, so bisection
+  meets it to a part in 10^9), and the fastest design wins;
+- **to a time target** (``time_target``): each family at the product line rates
+  (:data:`PRODUCT_GBPS`) from the slowest up, the first that meets the target is that
+  family's cheapest design; the cheapest family wins;
+- **neither**: the budget is the bill of the reference design (the box as shipped: its
+  NICs on a non-blocking rail-optimized Clos), the question "at equal cost to what is
+  built today".
+
+Families (:mod:`topocoll.topology.scaleout` builds the switched and direct ones):
+``fat-tree`` (top-of-rack leaves, 2 or 3 tiers, any oversubscription), ``rail``
+(rail-optimized), ``rail-only`` (no spine; cross-rail traffic through the box),
+``torus`` (a 3-D torus of the GPUs, TPU-like: 4x4x4 cubes on copper, the faces through
+optical circuit switches; no scale-up switch) and ``topoopt`` (TopoOpt's direct connect
+of boxes by TotientPerms rings, host forwarding).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..errors import InputError
+from ..topology import Topology
+from ..topology.boxes import Box, find_box
+from ..topology.scaleout import cluster, cluster_plans
+from .prices import PriceTable
+
+__all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
+           "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
+           "evaluate_design", "design_fabrics"]
+
+_GBPS = 1e9 / 8
+
+#: Fabric families, each a generator of routed fabrics of any size.
+FAMILIES = ("fat-tree", "rail", "rail-only", "torus", "topoopt")
+
+#: The families whose leaves can be oversubscribed.
+_CLOS = {"fat-tree": "fat-tree", "rail": "rail", "rail-only": "rail-only"}
+
+#: The collective algorithms a design is evaluated with: what NCCL-class libraries run
+#: (ring, double binary tree, hierarchical), not the exact optima (``--algorithms`` widens
+#: it; a design question compares fabrics under the schedules that will run on them).
+DESIGN_ALGORITHMS = ("ring", "double_binary_tree", "hierarchical")
+
+#: Line rates (Gb/s) for ``--time-target``: the speeds a NIC or switch port is sold at.
+PRODUCT_GBPS = (100, 200, 400, 800, 1600)
+
+
+@dataclass(frozen=True)
+class Bill:
+    """A bill of materials: ``(part, count, line rate in bytes/s, dollars each, watts
+    each)`` per line."""
+
+    lines: tuple[tuple[str, float, float, float, float], ...]
+
+    @property
+    def cost_usd(self) -> float:
+        return math.fsum(c * usd for _, c, _, usd, _ in self.lines)
+
+    @property
+    def power_w(self) -> float:
+        return math.fsum(c * w for _, c, _, _, w in self.lines)
+
+    def to_dict(self) -> list[dict]:
+        return [{"part": p, "count": c, "gbps": s / _GBPS, "usd_each": u, "watts_each": w}
+                for p, c, s, u, w in self.lines]
+
+
+@dataclass(frozen=True)
+class DesignJob:
+    """The training job a fabric is designed for."""
+
+    model: object                    # workload.Transformer
+    gpus: int
+    device: object                   # workload.Device
+    global_batch: int
+    micro_batches: tuple[int, ...] = (1,)
+
+
+@dataclass
+class Design:
+    """One family's design and how the job runs on it."""
+
+    family: str
+    box: str
+    oversubscription: float
+    rate_Bps: float
+    topology: str
+    bill: Bill
+    feasible: bool
+    reason: str = ""
+    iteration_s: float | None = None
+    mfu: float | None = None
+    exposed_comm_s: float | None = None
+    compute_s: float | None = None
+    bubble_s: float | None = None
+    parallel: str | None = None
+    memory_gib: float | None = None
+    configurations: int = 0
+    bound: dict | None = None
+    recheck: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "box": self.box,
+                "oversubscription": self.oversubscription,
+                "rate_gbps": self.rate_Bps / _GBPS, "topology": self.topology,
+                "cost_usd": self.bill.cost_usd, "power_w": self.bill.power_w,
+                "feasible": self.feasible, "reason": self.reason,
+                "iteration_s": self.iteration_s, "mfu": self.mfu,
+                "exposed_comm_s": self.exposed_comm_s, "compute_s": self.compute_s,
+                "bubble_s": self.bubble_s, "parallel": self.parallel,
+                "memory_gib": self.memory_gib, "configurations": self.configurations,
+                "bound": self.bound, "recheck": self.recheck, "bill": self.bill.to_dict(),
+                **self.extra}
+
+
+@dataclass(frozen=True)
+class DesignResult:
+    """Every design, the question asked and the winner."""
+
+    mode: str                        # "budget", "time-target" or "equal-cost"
+    budget_usd: float | None
+    time_target_s: float | None
+    reference: dict | None
+    designs: tuple[Design, ...]
+
+    #: Designs whose iteration is within this fraction of the winner's are reported as
+    #: ties (a model's difference of a fraction of a percent is no reason to build one).
+    TIE = 0.01
+
+    @property
+    def ties(self) -> tuple[Design, ...]:
+        """Feasible designs within :attr:`TIE` of the winner (the winner included): of its
+        iteration time, or of its cost for a time target."""
+        w = self.winner
+        if w is None:
+            return ()
+        if self.mode == "time-target":
+            return tuple(d for d in self.designs if d.feasible and d.iteration_s is not None
+                         and d.bill.cost_usd <= w.bill.cost_usd * (1 + self.TIE))
+        return tuple(d for d in self.designs if d.feasible and d.iteration_s is not None
+                     and d.iteration_s <= w.iteration_s * (1 + self.TIE))
+
+    @property
+    def winner(self) -> Design | None:
+        ok = [d for d in self.designs if d.feasible and d.iteration_s is not None]
+        if not ok:
+            return None
+        if self.mode == "time-target":
+            return min(ok, key=lambda d: (d.bill.cost_usd, d.iteration_s, d.family))
+        return min(ok, key=lambda d: (d.iteration_s, d.bill.cost_usd, d.family))
+
+    def to_dict(self) -> dict:
+        w = self.winner
+        return {"mode": self.mode, "budget_usd": self.budget_usd,
+                "time_target_s": self.time_target_s, "reference": self.reference,
+                "winner": None if w is None else {"family": w.family, "box": w.box,
+                                                  "oversubscription": w.oversubscription},
+                "ties": [{"family": d.family, "box": d.box,
+                          "oversubscription": d.oversubscription} for d in self.ties
+                         if d is not w],
+                "designs": [d.to_dict() for d in self.designs]}
+
+
+def torus_shape(n: int) -> tuple[int, ...]:
+    """The 3-D torus for ``n`` chips: dimensions multiples of 4 where possible (whole
+    4x4x4 cubes), as equal as possible, smallest first; fewer dimensions when ``n`` has
+    no such factorization.
+
+    >>> torus_shape(1024), torus_shape(8192), torus_shape(64), torus_shape(24)
+    ((8, 8, 16), (16, 16, 32), (4, 4, 4), (2, 3, 4))
+    """
+    best = None
+    for a in range(2, n + 1):
+        if n % a:
+            continue
+        for b in range(a, n // a + 1):
+            if (n // a) % b:
+                continue
+            c = n // (a * b)
+            if c < b:
+                continue
+            key = (sum(x % 4 != 0 for x in (a, b, c)), c / a, (a, b, c))
+            if best is None or key < best[0]:
+                best = (key, (a, b, c))
+    if best is None:
+        return (n,)
+    return best[1]
+
+
+def _torus_cables(shape: Sequence[int]) -> tuple[int, int]:
+    """(electrical, optical) cables of a torus of ``shape`` built from 4x4x4 cubes: a link
+    inside a cube is copper; a link that leaves a cube, and every wrap-around link, goes
+    through the optical circuit switches (TPU v4's construction)."""
+    n = math.prod(shape)
+    elec = opt = 0
+    for a in shape:
+        rings = n // a
+        if a == 2:
+            elec += rings
+            continue
+        inner = sum(1 for x in range(a - 1) if x // 4 == (x + 1) // 4)
+        elec += rings * inner
+        opt += rings * (a - inner)
+    return elec, opt
+
+
+def family_topology(family: str, box: Box, gpus: int, rate: float, *,
+                    oversubscription: float = 1.0, radix: int = 64) -> Topology:
+    """The routed fabric of ``family`` for ``gpus`` GPUs of ``box`` at ``rate`` bytes/s
+    per port."""
+    if family in _CLOS:
+        return cluster(box.name, _boxes(box, gpus), _CLOS[family], nic_bandwidth=rate,
+                       oversubscription=oversubscription, radix=radix)
+    if family == "topoopt":
+        return cluster(box.name, _boxes(box, gpus), "direct", nic_bandwidth=rate)
+    if family == "torus":
+        from ..topology.generators import torus
+
+        shape = torus_shape(gpus)
+        return torus(shape, bandwidth=rate,
+                     name=f"torus:{'x'.join(map(str, shape))},bw={rate / _GBPS:g}Gbps")
+    raise InputError(f"unknown fabric family {family!r}; known: {', '.join(FAMILIES)}",
+                     item=family)
+
+
+def _boxes(box: Box, gpus: int) -> int:
+    if gpus % box.gpus:
+        raise InputError(f"--gpus {gpus} is not a whole number of {box.name} boxes "
+                         f"({box.gpus} GPUs each)", item="--gpus")
+    return gpus // box.gpus
+
+
+def family_bill(family: str, box: Box, gpus: int, rate: float, prices: PriceTable, *,
+                oversubscription: float = 1.0, radix: int = 64) -> Bill:
+    """What ``family``'s design costs and draws (see the module docstring of
+    :mod:`topocoll.fabric.prices` for the parts).
+
+    - Clos families: a NIC per GPU; every cable (NIC to leaf, leaf to spine, aggregation
+      to core) a transceiver at each end and a fiber; whole switches of ``radix`` ports.
+    - ``topoopt``: per box, one port per GPU: NIC, transceiver, patch-panel port and half
+      a fiber (TopoOpt's direct-connect count).
+    - ``torus``: six NIC-class ports per chip; copper cables inside 4x4x4 cubes; every
+      other cable two transceivers, two OCS ports and a fiber.
+    - Every family with a scale-up switch pays ``scaleup_port`` per GPU link of it.
+    """
+    p = prices
+    lines: list[tuple[str, float, float, float, float]] = []
+
+    def add(part: str, count: float, speed: float = 0.0) -> None:
+        if count:
+            lines.append((part, float(count), speed, p.price(part, speed),
+                          p.power(part, speed)))
+
+    if family in _CLOS:
+        plans = cluster_plans(box.gpus, _boxes(box, gpus), _CLOS[family], radix=radix,
+                              oversubscription=oversubscription)
+        cables = sum(sum(pl.cables) for pl in plans)
+        add("nic", gpus, rate)
+        add("transceiver", 2 * cables, rate)
+        add("fiber", cables)
+        add("switch_port", sum(pl.switches for pl in plans) * radix, rate)
+    elif family == "topoopt":
+        ports = gpus
+        add("nic", ports, rate)
+        add("transceiver", ports, rate)
+        add("patch_panel_port", ports)
+        add("fiber", ports / 2)
+    elif family == "torus":
+        shape = torus_shape(gpus)
+        elec, opt = _torus_cables(shape)
+        add("nic", 2 * (elec + opt), rate)
+        add("dac", elec, rate)
+        add("transceiver", 2 * opt, rate)
+        add("ocs_port", 2 * opt)
+        add("fiber", opt)
+    else:
+        raise InputError(f"unknown fabric family {family!r}; known: {', '.join(FAMILIES)}",
+                         item=family)
+    if family != "torus":
+        add("scaleup_port", gpus * box.nvlink_links)
+    return Bill(tuple(lines))
+
+
+def rate_for_budget(cost: Callable[[float], float], budget: float) -> float | None:
+    """The line rate (bytes/s) at which ``cost(rate)`` equals ``budget`` (bisection on a
+    continuous increasing cost; a fixed number of halvings, so the answer is the same on
+    every machine), or None when even a vanishing rate costs more."""
+    if not cost(0.0) < budget:
+        return None
+    lo, hi = 0.0, 100 * _GBPS
+    while cost(hi) < budget:
+        hi *= 2
+        if hi > 1e18:
+            raise InputError(f"budget {budget:g} USD buys an unbounded line rate",
+                             item="--budget")
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if cost(mid) < budget:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return (lo + hi) / 2
+
+
+def evaluate_design(design: Design, topology: Topology, job: DesignJob, *,
+                    algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
+                    cache=None, bounds: bool = True) -> Design:
+    """``design`` with the job's best parallelism on ``topology`` filled in (search over
+    every factorization that fits; the winner re-simulated with bounds proved, so the
+    record says how close its collectives are to what the fabric allows)."""
+    from ..workload import search_parallelism, simulate_iteration
+
+    res = search_parallelism(job.model, job.gpus, topology, job.device,
+                             global_batch=job.global_batch, micro_batches=job.micro_batches,
+                             cost_model=cost_model, algorithms=algorithms, cache=cache)
+    if not res.ranked:
+        return replace(design, feasible=False, configurations=res.enumerated,
+                       reason=f"no parallelism of {job.gpus} GPUs fits in "
+                              f"{job.device.name}'s memory")
+    best = res.best
+    r = best.result
+    bound = None
+    if bounds:
+        rb = simulate_iteration(job.model, best.parallel, topology, job.device,
+                                cost_model=cost_model, algorithms=algorithms, cache=cache,
+                                check_memory=False)
+        fr = [(c["bound_fraction"], k) for k, c in sorted(rb.collectives.items())
+              if c.get("bound_fraction") is not None]
+        if fr:
+            f, k = min(fr)
+            bound = {"worst_collective": k, "fraction_of_bound": f,
+                     "collectives": len(fr)}
+    return replace(design, iteration_s=r.iteration_s, mfu=r.mfu,
+                   exposed_comm_s=r.exposed_comm_s, compute_s=r.compute_s,
+                   bubble_s=r.bubble_s, parallel=best.parallel.label(),
+                   memory_gib=r.memory_gib, configurations=res.enumerated, bound=bound)
+
+
+def _candidates(families: Sequence[str], boxes: Sequence[Box],
+                oversubscriptions: Sequence[float]) -> list[tuple[str, Box, float]]:
+    out = []
+    for fam in families:
+        if fam not in FAMILIES:
+            raise InputError(f"unknown fabric family {fam!r}; known: {', '.join(FAMILIES)}",
+                             item=fam)
+        if fam == "torus":
+            out.append((fam, boxes[0], 1.0))
+            continue
+        for box in boxes:
+            for o in (oversubscriptions if fam in _CLOS else (1.0,)):
+                out.append((fam, box, float(o)))
+    return out
+
+
+def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
+                   families: Sequence[str] = FAMILIES,
+                   oversubscriptions: Sequence[float] = (1.0,),
+                   budget: float | None = None, time_target: float | None = None,
+                   prices: PriceTable | None = None, radix: int = 64,
+                   algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
+                   cache=None, bounds: bool = True,
+                   progress: Callable[[str], None] | None = None) -> DesignResult:
+    """Every family's design for ``job`` (see the module docstring for the three
+    questions).
+
+    Raises
+    ------
+    InputError
+        An unknown family or box, a bad budget or target, GPUs that are not whole boxes.
+    """
+    if budget is not None and time_target is not None:
+        raise InputError("give --budget or --time-target, not both", item="--budget")
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise InputError(f"--budget must be a positive number of dollars, got {budget}",
+                         item="--budget")
+    if time_target is not None and not (math.isfinite(time_target) and time_target > 0):
+        raise InputError(f"--time-target must be positive seconds, got {time_target}",
+                         item="--time-target")
+    if not families:
+        raise InputError("no fabric family given", item="--families")
+    for o in oversubscriptions:
+        if not (math.isfinite(o) and o >= 1):
+            raise InputError(f"oversubscription must be >= 1, got {o}",
+                             item="--oversubscription")
+    p = prices or PriceTable()
+    bxs = [find_box(b) if isinstance(b, str) else b for b in boxes]
+    cands = _candidates(families, bxs, oversubscriptions)
+    for fam, box, o in cands:
+        if fam != "torus":
+            _boxes(box, job.gpus)
+    reference = None
+    mode = "budget" if budget is not None else (
+        "time-target" if time_target is not None else "equal-cost")
+    if mode == "equal-cost":
+        ref_box = bxs[0]
+        budget = family_bill("rail", ref_box, job.gpus, ref_box.nic_Bps, p,
+                             radix=radix).cost_usd
+        reference = {"family": "rail", "box": ref_box.name,
+                     "rate_gbps": ref_box.nic_Bps / _GBPS, "cost_usd": budget}
+    designs: list[Design] = []
+    for fam, box, o in cands:
+        if progress is not None:
+            progress(f"{fam} ({box.name}" + ("" if o == 1 else f", oversub {o:g}") + ")")
+
+        def bill(rate, fam=fam, box=box, o=o):
+            return family_bill(fam, box, job.gpus, rate, p, oversubscription=o, radix=radix)
+
+        if mode == "time-target":
+            designs.append(_to_target(fam, box, o, bill, job, time_target, radix,
+                                      algorithms, cost_model, cache, bounds))
+            continue
+        rate = rate_for_budget(lambda r, bill=bill: bill(r).cost_usd, budget)
+        if rate is None:
+            b0 = bill(0.0)
+            designs.append(Design(fam, box.name, o, 0.0, "", b0, False,
+                                  f"the budget is below the parts that do not scale with "
+                                  f"the line rate ({b0.cost_usd:,.0f} USD)"))
+            continue
+        topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
+        d = Design(fam, box.name, o, rate, topo.name, bill(rate), True)
+        designs.append(evaluate_design(d, topo, job, algorithms=algorithms,
+                                       cost_model=cost_model, cache=cache, bounds=bounds))
+    return DesignResult(mode, budget, time_target, reference, tuple(designs))
+
+
+def _to_target(fam, box, o, bill, job, target, radix, algorithms, cost_model, cache,
+               bounds) -> Design:
+    """The slowest product line rate at which ``fam`` meets ``target`` (the cheapest:
+    cost rises with the rate); infeasible with the fastest result when none does."""
+    last = None
+    for gbps in PRODUCT_GBPS:
+        rate = gbps * _GBPS
+        topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
+        d = evaluate_design(Design(fam, box.name, o, rate, topo.name, bill(rate), True),
+                            topo, job, algorithms=algorithms, cost_model=cost_model,
+                            cache=cache, bounds=False)
+        if not d.feasible:
+            return d
+        if d.iteration_s <= target:
+            if bounds:
+                d = evaluate_design(d, topo, job, algorithms=algorithms,
+                                    cost_model=cost_model, cache=cache, bounds=True)
+            return d
+        last = d
+    return replace(last, feasible=False,
+                   reason=f"misses {target:g} s even at {PRODUCT_GBPS[-1]} Gb/s per port "
+                          f"({last.iteration_s:.3g} s)")

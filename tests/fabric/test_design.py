@@ -1,0 +1,155 @@
+"""``design_fabrics``: bills of materials from the price table, designs at a budget, to a
+time target and at equal cost to the reference, every one evaluated by the iteration
+engine with its best parallelism."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from topocoll.errors import InputError
+from topocoll.fabric import PriceTable
+from topocoll.fabric.design import (
+    FAMILIES,
+    PRODUCT_GBPS,
+    DesignJob,
+    design_fabrics,
+    evaluate_design,
+    family_bill,
+    family_topology,
+    rate_for_budget,
+    torus_shape,
+)
+from topocoll.fabric.design import Design as _Design
+from topocoll.topology import find_box
+from topocoll.workload import find_device, parse_model
+
+G = 1e9 / 8
+H100 = find_box("dgx-h100")
+SMALL = parse_model("transformer:hidden=2048,ffn=8192,heads=16,layers=8,seq=2048,vocab=32000")
+
+
+@pytest.fixture(scope="module")
+def job():
+    return DesignJob(SMALL, 32, find_device("h100"), 64)
+
+
+def test_clos_bill_counts_every_part():
+    p = PriceTable()
+    b = family_bill("fat-tree", H100, 1024, 400 * G, p)
+    lines = {part: count for part, count, *_ in b.lines}
+    # 1,024 NICs; 32 leaves of 32 + 16 spines; a transceiver at both ends of every cable
+    assert lines["nic"] == 1024 and lines["switch_port"] == 48 * 64
+    assert lines["transceiver"] == 2 * (1024 + 1024) and lines["fiber"] == 2048
+    assert lines["scaleup_port"] == 1024 * 18
+    assert b.cost_usd == pytest.approx(1024 * 1000 + 48 * 64 * 700 + 4096 * 599 + 2048 * 10
+                                       + 1024 * 18 * 150)
+    assert b.power_w == pytest.approx(1024 * 20 + 48 * 64 * 12 + 4096 * 8 + 1024 * 18 * 3)
+
+
+def test_torus_bill_puts_cube_faces_on_optics():
+    assert torus_shape(1024) == (8, 8, 16)
+    b = family_bill("torus", H100, 1024, 100 * G, PriceTable())
+    lines = {part: count for part, count, *_ in b.lines}
+    # 3 cables per chip; in every ring of a dimension that is a multiple of 4, one cable in
+    # four leaves its cube (TPU v4: 4x4x4 cubes, faces through the OCS)
+    assert lines["dac"] + lines["fiber"] == 3 * 1024
+    assert lines["fiber"] == 3 * 1024 / 4 and lines["ocs_port"] == 2 * lines["fiber"]
+    assert lines["nic"] == 6 * 1024 and "scaleup_port" not in lines
+
+
+def test_oversubscribed_leaves_buy_a_faster_port_at_the_same_cost():
+    p = PriceTable()
+    rates = [rate_for_budget(lambda r, o=o: family_bill("fat-tree", H100, 1024, r, p,
+                                                         oversubscription=o).cost_usd, 8e6)
+             for o in (1.0, 2.0, 3.0)]
+    assert rates[0] < rates[1] < rates[2]
+
+
+def test_rate_for_budget_meets_the_budget_and_refuses_below_the_fixed_parts():
+    p = PriceTable()
+    for fam in ("fat-tree", "rail", "rail-only", "topoopt", "torus"):
+        def cost(r, fam=fam):
+            return family_bill(fam, H100, 256, r, p).cost_usd
+        r = rate_for_budget(cost, 2.5e6)
+        assert cost(r) == pytest.approx(2.5e6, rel=1e-9)
+        assert rate_for_budget(cost, cost(0.0) * 0.99) is None
+
+
+def test_equal_cost_designs_cost_the_reference_and_rank_by_time(job):
+    res = design_fabrics(job, oversubscriptions=(1.0, 3.0))
+    assert res.mode == "equal-cost"
+    ref = family_bill("rail", H100, 32, H100.nic_Bps, PriceTable()).cost_usd
+    assert res.budget_usd == pytest.approx(ref)
+    fams = {d.family for d in res.designs}
+    assert fams == set(FAMILIES)
+    for d in res.designs:
+        assert d.feasible and abs(d.bill.cost_usd - ref) <= 0.02 * ref
+        assert d.iteration_s >= d.compute_s > 0 and 0 < d.mfu < 1
+    w = res.winner
+    assert w.iteration_s == min(d.iteration_s for d in res.designs)
+    # 32 NICs fit one switch: no uplinks to oversubscribe, the same design
+    ft = {d.oversubscription: d for d in res.designs if d.family == "fat-tree"}
+    assert ft[3.0].rate_Bps == ft[1.0].rate_Bps
+    rec = res.to_dict()
+    for key in ("family", "cost_usd", "power_w", "iteration_s", "mfu", "parallel",
+                "feasible"):
+        assert all(key in d for d in rec["designs"])
+
+
+def test_more_budget_is_never_slower(job):
+    lo = design_fabrics(job, families=("fat-tree", "topoopt"), budget=2e5, bounds=False)
+    hi = design_fabrics(job, families=("fat-tree", "topoopt"), budget=8e5, bounds=False)
+    for a, b in zip(lo.designs, hi.designs, strict=True):
+        assert b.rate_Bps > a.rate_Bps and b.iteration_s <= a.iteration_s * (1 + 1e-9)
+
+
+def test_time_target_picks_the_slowest_product_rate_that_meets_it(job):
+    base = design_fabrics(job, families=("rail",), time_target=1e9, bounds=False)
+    (d,) = base.designs
+    assert d.rate_Bps == PRODUCT_GBPS[0] * G          # anything meets an endless target
+    # a target between the 100 and 800 Gb/s times
+    t100 = d.iteration_s
+    topo = family_topology("rail", H100, 32, 800 * G)
+    t800 = evaluate_design(_Design("rail", "dgx-h100", 1.0, 800 * G, topo.name,
+                                   family_bill("rail", H100, 32, 800 * G, PriceTable()), True),
+                           topo, job, bounds=False).iteration_s
+    assert t800 < t100
+    target = (t100 + t800) / 2
+    (d,) = design_fabrics(job, families=("rail",), time_target=target, bounds=False).designs
+    assert d.feasible and d.iteration_s <= target
+    i = PRODUCT_GBPS.index(round(d.rate_Bps / G))
+    assert i > 0
+    slower = family_topology("rail", H100, 32, PRODUCT_GBPS[i - 1] * G)
+    below = evaluate_design(d, slower, job, bounds=False)
+    assert below.iteration_s > target
+    (miss,) = design_fabrics(job, families=("rail",), time_target=t800 * 0.5,
+                             bounds=False).designs
+    assert not miss.feasible and "misses" in miss.reason
+
+
+def test_a_budget_below_the_fixed_parts_is_an_infeasible_design(job):
+    res = design_fabrics(job, families=("rail", "torus"), budget=1e3, bounds=False)
+    assert not any(d.feasible for d in res.designs) and res.winner is None
+    assert all("budget is below" in d.reason for d in res.designs)
+
+
+@pytest.mark.parametrize("kw, item", [
+    ({"families": ("fat-tree", "dragonfly")}, "dragonfly"),
+    ({"budget": -5.0}, "--budget"),
+    ({"budget": 1e6, "time_target": 3.0}, "--budget"),
+    ({"time_target": math.inf}, "--time-target"),
+    ({"oversubscriptions": (0.5,)}, "--oversubscription"),
+    ({"boxes": ("dgx-h900",)}, "dgx-h900"),
+])
+def test_bad_inputs_name_the_item(job, kw, item):
+    with pytest.raises(Exception) as e:
+        design_fabrics(job, **kw)
+    assert item.lstrip("-") in str(e.value)
+
+
+def test_gpus_must_fill_whole_boxes():
+    odd = DesignJob(SMALL, 36, find_device("h100"), 36)
+    with pytest.raises(InputError, match="whole number"):
+        design_fabrics(odd, families=("rail",))
