@@ -147,6 +147,12 @@ def design(
             prices=table, radix=radix, algorithms=cands, cost_model=cm,
             cache=schedule_cache(no_cache), bounds=not no_bounds,
             progress=lambda s: bar.update(bar.task_ids[0], description=f"designing: {s}"))
+    if res.mode == "budget" and not any(d.feasible for d in res.designs) and all(
+            d.iteration_s is None for d in res.designs):
+        least = min(res.designs, key=lambda d: d.bill.cost_usd)
+        raise InputError(f"--budget ${res.budget_usd:,.0f} buys no design: the cheapest "
+                         f"({least.family}) costs ${least.bill.cost_usd:,.0f} before any "
+                         f"line rate", item="--budget")
     rec = {"model": mdl.name, "gpus": gpus, "device": dev.name, "global_batch": gb,
            "backend": backend, "algorithms": cands, "radix": radix,
            "prices": prices or "packaged prices.yaml", **res.to_dict()}
