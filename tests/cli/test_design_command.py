@@ -11,7 +11,8 @@ from topocoll.cli import app
 
 runner = CliRunner()
 SMALL = "transformer:hidden=2048,ffn=8192,heads=16,layers=8,seq=2048,vocab=32000"
-BASE = ("design", "-m", SMALL, "--gpus", "32", "--global-batch", "64", "--no-bounds")
+BASE = ("design", "-m", SMALL, "--gpus", "32", "--global-batch", "64", "--no-bounds",
+        "--no-recheck")
 
 
 def run(*args, code=0):
@@ -65,3 +66,14 @@ def test_a_missing_price_is_one_line(tmp_path):
     f.write_text("ocs_port: null\n")
     r = run(*BASE, "--prices", str(f), code=2)
     assert "ocs_port" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_winner_is_rechecked_at_flow_level():
+    d = json.loads(run("design", "-m", SMALL, "--gpus", "32", "--global-batch", "64",
+                       "--families", "rail,topoopt", "--json").stdout)
+    win = next(x for x in d["designs"] if x["family"] == d["winner"]["family"])
+    rc = win["recheck"]
+    assert rc["backend"] == "flow" and rc["iteration_s"] > 0
+    assert rc["difference"] == pytest.approx(rc["iteration_s"] / win["iteration_s"] - 1)
+    assert all(x["recheck"] is None for x in d["designs"] if x is not win)
+    assert win["bound"]["fraction_of_bound"] > 0

@@ -95,6 +95,8 @@ def design(
     no_bounds: Annotated[bool, typer.Option(
         "--no-bounds", help="Do not prove the winning parallelism's collective bounds.")]
         = False,
+    no_recheck: Annotated[bool, typer.Option(
+        "--no-recheck", help="Do not re-simulate the winner at flow level.")] = False,
     no_cache: NoCacheOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -110,7 +112,9 @@ def design(
     from ..workload import find_device, load_model, parse_model
 
     choice_opt(backend, backend_names(workload=True), "--backend")
-    cm = model_opt(backend, "0")
+    # analytical: the engine's own alpha-beta model, which attaches no bound to every
+    # candidate (the winner's bounds are proved once, unless --no-bounds)
+    cm = None if backend == "analytical" else model_opt(backend, "0")
     boxes = [b.strip() for b in box.split(",") if b.strip()]
     if not boxes:
         raise InputError("--box names no box", item="--box")
@@ -146,6 +150,7 @@ def design(
                                                                   "--time-target"),
             prices=table, radix=radix, algorithms=cands, cost_model=cm,
             cache=schedule_cache(no_cache), bounds=not no_bounds,
+            recheck=not no_recheck and backend != "flow",
             progress=lambda s: bar.update(bar.task_ids[0], description=f"designing: {s}"))
     if res.mode == "budget" and not any(d.feasible for d in res.designs) and all(
             d.iteration_s is None for d in res.designs):
@@ -195,6 +200,10 @@ def design(
         out.print(f"best: {win.family} ({win.box}) at {win.rate_Bps * 8 / 1e9:,.0f} Gb/s per "
                   f"port, ${win.bill.cost_usd:,.0f}, {win.iteration_s:.4g} s per iteration, "
                   f"{win.parallel}", highlight=False)
+        if win.recheck:
+            rc = win.recheck
+            out.print(f"re-checked at flow level: {rc['iteration_s']:.4g} s per iteration "
+                      f"({100 * rc['difference']:+.2f}%)", highlight=False)
         others = [f"{d.family} ({d.box}" + ("" if d.oversubscription == 1 else
                                              f", oversub {d.oversubscription:g}") + ")"
                   for d in res.ties if d is not win]

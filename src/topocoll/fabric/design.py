@@ -378,10 +378,10 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                    budget: float | None = None, time_target: float | None = None,
                    prices: PriceTable | None = None, radix: int = 64,
                    algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
-                   cache=None, bounds: bool = True,
+                   cache=None, bounds: bool = True, recheck: bool = True,
                    progress: Callable[[str], None] | None = None) -> DesignResult:
     """Every family's design for ``job`` (see the module docstring for the three
-    questions).
+    questions); with ``recheck`` the winner is simulated again at flow level.
 
     Raises
     ------
@@ -405,7 +405,7 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
     p = prices or PriceTable()
     bxs = [find_box(b) if isinstance(b, str) else b for b in boxes]
     cands = _candidates(families, bxs, oversubscriptions)
-    for fam, box, o in cands:
+    for fam, box, _ in cands:
         if fam != "torus":
             _boxes(box, job.gpus)
     reference = None
@@ -440,7 +440,28 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
         d = Design(fam, box.name, o, rate, topo.name, bill(rate), True)
         designs.append(evaluate_design(d, topo, job, algorithms=algorithms,
                                        cost_model=cost_model, cache=cache, bounds=bounds))
-    return DesignResult(mode, budget, time_target, reference, tuple(designs))
+    res = DesignResult(mode, budget, time_target, reference, tuple(designs))
+    if recheck and res.winner is not None:
+        _recheck(res.winner, job, boxes=bxs, radix=radix, algorithms=algorithms, cache=cache)
+    return res
+
+
+def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> None:
+    """The winner's parallelism re-simulated at flow level (max-min fair flows, steps
+    relaxed: :class:`~topocoll.sim.FlowSim`) on the same fabric; ``d.recheck`` says by
+    how much the iteration moves."""
+    from ..sim.backends import cost_model
+    from ..workload import parse_parallel, simulate_iteration
+
+    box = next(b for b in boxes if b.name == d.box)
+    topo = family_topology(d.family, box, job.gpus, d.rate_Bps,
+                           oversubscription=d.oversubscription, radix=radix)
+    par = parse_parallel(d.parallel, world=job.gpus)
+    r = simulate_iteration(job.model, par, topo, job.device, cost_model=cost_model("flow"),
+                           algorithms=algorithms, cache=cache, check_memory=False)
+    d.recheck = {"backend": "flow", "iteration_s": r.iteration_s,
+                 "exposed_comm_s": r.exposed_comm_s,
+                 "difference": r.iteration_s / d.iteration_s - 1}
 
 
 def _to_target(fam, box, o, bill, job, target, radix, algorithms, cost_model, cache,

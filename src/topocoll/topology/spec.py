@@ -68,7 +68,6 @@ from ._common import DEFAULT_BANDWIDTH, DEFAULT_LATENCY
 from .boxes import BOXES, NIC_TRANSPORTS, TPU_SLICES
 from .core import ROUTINGS, Dim, Topology, check_size
 from .fabrics import FABRICS, box_cluster, dgx, fat_tree, leaf_spine
-from .scaleout import SCALEOUTS, cluster
 from .generators import (
     circulant,
     fully_connected,
@@ -82,6 +81,7 @@ from .generators import (
 )
 from .hierarchical import multi_dim
 from .io import read_astra_network, read_mapping, topology_from_dict
+from .scaleout import SCALEOUTS, cluster
 from .totient import totient
 
 __all__ = ["parse_spec", "load_topology", "canonical_name", "GENERATOR_NAMES",
