@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from .selection.compare import CompareRow
 from .units import format_rate, format_size, format_time
 
-__all__ = ["compare_table", "compare_markdown", "demo_markdown"]
+__all__ = ["design_markdown", "compare_table", "compare_markdown", "demo_markdown"]
 
 _HEADER = ("algorithm", "size", "time", "algbw", "busbw", "% of bound", "steps", "verified",
            "params")
@@ -43,10 +43,50 @@ def compare_markdown(rows: Sequence[CompareRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def design_markdown(record: dict, title: str, question: str) -> str:
+    """A ``topocoll design`` record (its ``--json``) as a Markdown section: one row per
+    design, the winner marked, its flow-level re-check and its ties."""
+    win = record.get("winner") or {}
+    rows = ["| family | box | oversub | Gb/s per port | cost | power | iteration | MFU | "
+            "exposed comm | parallelism |", "|---|---|--:|--:|--:|--:|--:|--:|--:|---|"]
+    best = None
+    for d in record["designs"]:
+        is_win = (d["family"], d["box"], d["oversubscription"]) == (
+            win.get("family"), win.get("box"), win.get("oversubscription"))
+        best = d if is_win else best
+        name = f"**{d['family']}**" if is_win else d["family"]
+        if d["iteration_s"] is None:
+            rows.append(f"| {name} | {d['box']} | {d['oversubscription']:g} | - | "
+                        f"${d['cost_usd']:,.0f} | {d['power_w'] / 1e3:,.1f} kW | - | - | - | "
+                        f"{d['reason']} |")
+            continue
+        rows.append(f"| {name} | {d['box']} | {d['oversubscription']:g} | "
+                    f"{d['rate_gbps']:,.0f} | ${d['cost_usd']:,.0f} | "
+                    f"{d['power_w'] / 1e3:,.1f} kW | {format_time(d['iteration_s'])}"
+                    f"{'' if d['feasible'] else ' (misses)'} | {100 * d['mfu']:.1f}% | "
+                    f"{format_time(d['exposed_comm_s'])} | `{d['parallel']}` |")
+    out = [f"## {title}: {question}", ""]
+    if best is not None:
+        line = (f"Best: **{best['family']}** ({best['box']}), "
+                f"{format_time(best['iteration_s'])} per iteration with `{best['parallel']}`")
+        if best.get("recheck"):
+            rc = best["recheck"]
+            line += (f"; at flow level {format_time(rc['iteration_s'])} "
+                     f"({100 * rc['difference']:+.2f}%)")
+        ties = [t["family"] for t in record.get("ties", [])]
+        if ties:
+            line += f". Within 1% of it: {', '.join(ties)}"
+        out += [line + ".", ""]
+    return "\n".join(out + rows + [""])
+
+
 def demo_markdown(sections: Sequence[tuple[str, str, Sequence[CompareRow]]], *,
-                  header: str = "") -> str:
-    """The demo report: one section per (topology description, collective, rows)."""
-    out = ["# topocoll demo report", "", header, ""] if header else ["# topocoll demo report", ""]
+                  header: str = "", lead: str = "") -> str:
+    """The demo report: ``lead`` (the design section) first, then one section per
+    (topology description, collective, rows)."""
+    out = ["# topocoll demo report", ""] + ([lead, ""] if lead else [])
+    if header:
+        out += [header, ""]
     for topo, kind, rows in sections:
         out.append(f"## {kind} on {topo}")
         out.append("")

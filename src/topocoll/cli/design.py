@@ -164,15 +164,23 @@ def design(
     if as_json:
         print_json(rec)
         return
+    print_design(res, f"{mdl.name} on {gpus} x {dev.name}, global batch {gb}")
+
+
+def design_question(res) -> str:
+    """What ``res`` answers, in words."""
     if res.mode == "budget":
-        what = f"at a budget of ${res.budget_usd:,.0f}"
-    elif res.mode == "time-target":
-        what = f"cheapest to meet {res.time_target_s:g} s per iteration"
-    else:
-        ref = res.reference
-        what = (f"at equal cost to {ref['box']} on a rail-optimized Clos at "
-                f"{ref['rate_gbps']:g} Gb/s (${res.budget_usd:,.0f})")
-    tab = Table(title=f"{mdl.name} on {gpus} x {dev.name}, global batch {gb}: {what}")
+        return f"at a budget of ${res.budget_usd:,.0f}"
+    if res.mode == "time-target":
+        return f"cheapest to meet {res.time_target_s:g} s per iteration"
+    ref = res.reference
+    return (f"at equal cost to {ref['box']} on a rail-optimized Clos at "
+            f"{ref['rate_gbps']:g} Gb/s (${res.budget_usd:,.0f})")
+
+
+def print_design(res, title: str) -> None:
+    """The designs as a table, then the winner, its flow-level re-check and its ties."""
+    tab = Table(title=f"{title}: {design_question(res)}")
     for col, just in (("family", "left"), ("box", "left"), ("oversub", "right"),
                       ("Gb/s per port", "right"), ("cost", "right"), ("power", "right"),
                       ("iteration", "right"), ("MFU", "right"), ("exposed comm", "right"),
