@@ -153,3 +153,23 @@ def test_gpus_must_fill_whole_boxes():
     odd = DesignJob(SMALL, 36, find_device("h100"), 36)
     with pytest.raises(InputError, match="whole number"):
         design_fabrics(odd, families=("rail",))
+
+
+def test_sensitivity_finds_the_factor_that_flips_a_time_target(job):
+    res = design_fabrics(job, families=("rail", "topoopt", "fat-tree"), time_target=1e9,
+                         bounds=False, recheck=False)
+    w = res.winner
+    flips = res.sensitivity()
+    assert flips and all(0.1 <= f["factor"] <= 10 for f in flips)
+    f = flips[0]
+    other = next(d for d in res.designs if d.family == f["flips_to"])
+
+    def cost(d, factor):
+        return sum(c * u * (factor if p == f["part"] else 1.0)
+                   for p, c, _, u, _ in d.bill.lines)
+    # at the factor the two cost the same; a little past it the other is cheaper
+    assert cost(w, f["factor"]) == pytest.approx(cost(other, f["factor"]), rel=1e-9)
+    past = f["factor"] * (1.01 if f["factor"] > 1 else 0.99)
+    assert cost(other, past) < cost(w, past)
+    assert design_fabrics(job, families=("rail",), budget=4e5, bounds=False,
+                          recheck=False).sensitivity() == []

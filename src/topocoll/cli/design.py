@@ -218,3 +218,8 @@ def print_design(res, title: str) -> None:
         if others:
             out.print(f"within {100 * res.TIE:g}% of it: {', '.join(others)}",
                       highlight=False)
+        flips = res.sensitivity()[:5]
+        if flips:
+            out.print("price changes that flip it: " + "; ".join(
+                f"{f['part']} x{f['factor']:.2f} -> {f['flips_to']}" for f in flips),
+                highlight=False)

@@ -167,9 +167,38 @@ class DesignResult:
             return min(ok, key=lambda d: (d.bill.cost_usd, d.iteration_s, d.family))
         return min(ok, key=lambda d: (d.iteration_s, d.bill.cost_usd, d.family))
 
+    def sensitivity(self) -> list[dict]:
+        """Which price changes flip the ranking of a time target's answer: for every part
+        and every other feasible design, the factor on that part's price at which the
+        other design becomes cheaper than the winner (each design as chosen: its line rate
+        and iteration time stay, its bill is linear in each price). Factors between 0.1
+        and 10 are kept, nearest to 1 first. Empty for the other questions, where every
+        design costs the budget and a price change moves the line rates instead."""
+        w = self.winner
+        if self.mode != "time-target" or w is None:
+            return []
+        out = []
+        spend_w = _spend(w.bill)
+        for d in self.designs:
+            if d is w or not d.feasible:
+                continue
+            spend_d = _spend(d.bill)
+            gap = d.bill.cost_usd - w.bill.cost_usd          # >= 0: the winner is cheapest
+            for part in sorted(set(spend_w) | set(spend_d)):
+                diff = spend_w.get(part, 0.0) - spend_d.get(part, 0.0)
+                if diff == 0:
+                    continue
+                m = 1 + gap / diff
+                if 0.1 <= m <= 10:
+                    out.append({"part": part, "factor": m, "flips_to": d.family,
+                                "box": d.box, "oversubscription": d.oversubscription})
+        out.sort(key=lambda x: (abs(math.log(x["factor"])) if x["factor"] > 0 else math.inf,
+                                x["part"], x["flips_to"], x["box"], x["oversubscription"]))
+        return out
+
     def to_dict(self) -> dict:
         w = self.winner
-        return {"mode": self.mode, "budget_usd": self.budget_usd,
+        return {"mode": self.mode, "sensitivity": self.sensitivity(), "budget_usd": self.budget_usd,
                 "time_target_s": self.time_target_s, "reference": self.reference,
                 "winner": None if w is None else {"family": w.family, "box": w.box,
                                                   "oversubscription": w.oversubscription},
@@ -177,6 +206,13 @@ class DesignResult:
                           "oversubscription": d.oversubscription} for d in self.ties
                          if d is not w],
                 "designs": [d.to_dict() for d in self.designs]}
+
+
+def _spend(bill: Bill) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part, count, _, usd, _ in bill.lines:
+        out[part] = out.get(part, 0.0) + count * usd
+    return out
 
 
 def torus_shape(n: int) -> tuple[int, ...]:
