@@ -18,7 +18,7 @@ def test_demo_leads_with_the_design_then_the_collectives(tmp_path):
     design = d["design"]
     assert design["gpus"] == DEMO_DESIGN["gpus"] and design["mode"] == "equal-cost"
     fams = {x["family"] for x in design["designs"]}
-    assert fams == {"fat-tree", "rail", "rail-only", "torus", "topoopt"}
+    assert fams == {"fat-tree", "rail", "rail-only", "torus", "topoopt", "libra"}
     ref = design["reference"]["cost_usd"]
     assert all(abs(x["cost_usd"] - ref) <= 0.02 * ref for x in design["designs"])
     assert len(d["collectives"]) == len(DEMO_FABRICS)

@@ -25,7 +25,7 @@ def test_json_has_a_design_per_family_at_the_budget():
     d = json.loads(run(*BASE, "--budget", "$400k", "--json").stdout)
     assert d["mode"] == "budget" and d["budget_usd"] == 4e5
     fams = [x["family"] for x in d["designs"]]
-    assert fams == ["fat-tree", "rail", "rail-only", "torus", "topoopt"]
+    assert fams == ["fat-tree", "rail", "rail-only", "torus", "topoopt", "libra"]
     for x in d["designs"]:
         assert x["feasible"] and abs(x["cost_usd"] - 4e5) <= 0.02 * 4e5
         assert x["iteration_s"] > 0 and x["power_w"] > 0 and x["parallel"]

@@ -173,3 +173,33 @@ def test_sensitivity_finds_the_factor_that_flips_a_time_target(job):
     assert cost(other, past) < cost(w, past)
     assert design_fabrics(job, families=("rail",), budget=4e5, bounds=False,
                           recheck=False).sensitivity() == []
+
+
+def test_libra_allocates_the_scale_out_between_dimensions_at_the_budget():
+    from topocoll.fabric.design import libra_dims
+
+    assert libra_dims(H100, 256) == (8, 32)
+    assert libra_dims(H100, 1024) == (8, 32, 4)
+    res = design_fabrics(DesignJob(SMALL, 128, find_device("h100"), 128),
+                         families=("libra",), budget=6e5, bounds=False, recheck=False)
+    (d,) = res.designs
+    assert d.feasible and d.bill.cost_usd == pytest.approx(6e5, rel=1e-9)
+    lib = d.extra["libra"]
+    assert lib["dims"] == [8, 16] and len(lib["scaleout_gbps"]) == 1
+    assert d.topology.startswith("hier:switch(8,450GB/s")
+    assert lib["allocation_parallel"].startswith("tp=8,pp=1")
+    # three dimensions: the allocation splits the scale-out between pods and pods-of-pods
+    assert libra_dims(H100, 512) == (8, 32, 2)
+    res = design_fabrics(DesignJob(SMALL, 512, find_device("h100"), 512),
+                         families=("libra",), budget=2e6, bounds=False, recheck=False)
+    (d,) = res.designs
+    g = d.extra["libra"]["scaleout_gbps"]
+    assert len(g) == 2 and all(x > 0 for x in g)
+    assert d.bill.cost_usd == pytest.approx(2e6, rel=1e-9) and d.iteration_s > 0
+
+
+def test_libra_refuses_a_job_that_needs_pipelining():
+    huge = DesignJob(parse_model("gpt3-175b"), 64, find_device("h100"), 64)
+    (d,) = design_fabrics(huge, families=("libra",), budget=1e6, bounds=False,
+                          recheck=False).designs
+    assert not d.feasible and "tensor and data parallelism only" in d.reason

@@ -43,12 +43,13 @@ from .prices import PriceTable
 
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
+           "libra_dims", "libra_topology",
            "evaluate_design", "design_fabrics"]
 
 _GBPS = 1e9 / 8
 
 #: Fabric families, each a generator of routed fabrics of any size.
-FAMILIES = ("fat-tree", "rail", "rail-only", "torus", "topoopt")
+FAMILIES = ("fat-tree", "rail", "rail-only", "torus", "topoopt", "libra")
 
 #: The families whose leaves can be oversubscribed.
 _CLOS = {"fat-tree": "fat-tree", "rail": "rail", "rail-only": "rail-only"}
@@ -267,6 +268,9 @@ def family_topology(family: str, box: Box, gpus: int, rate: float, *,
                        oversubscription=oversubscription, radix=radix)
     if family == "topoopt":
         return cluster(box.name, _boxes(box, gpus), "direct", nic_bandwidth=rate)
+    if family == "libra":
+        raise InputError("a libra design's bandwidths come from its allocation "
+                         "(libra_topology)", item=family)
     if family == "torus":
         from ..topology.generators import torus
 
@@ -319,6 +323,8 @@ def family_bill(family: str, box: Box, gpus: int, rate: float, prices: PriceTabl
         add("transceiver", ports, rate)
         add("patch_panel_port", ports)
         add("fiber", ports / 2)
+    elif family == "libra":
+        raise InputError("a libra design's bill comes from its allocation", item=family)
     elif family == "torus":
         shape = torus_shape(gpus)
         elec, opt = _torus_cables(shape)
@@ -333,6 +339,124 @@ def family_bill(family: str, box: Box, gpus: int, rate: float, prices: PriceTabl
     if family != "torus":
         add("scaleup_port", gpus * box.nvlink_links)
     return Bill(tuple(lines))
+
+
+def libra_dims(box: Box, gpus: int, radix: int = 64) -> tuple[int, ...]:
+    """The hierarchy of the ``libra`` family: the box's scale-up switch, then pods of the
+    most boxes up to ``radix / 2`` that divide the box count, then the pods (a dimension
+    of size 1 dropped).
+
+    >>> libra_dims(find_box("dgx-h100"), 1024), libra_dims(find_box("dgx-h100"), 128)
+    ((8, 32, 4), (8, 16))
+    """
+    boxes = _boxes(box, gpus)
+    pod = max(d for d in range(1, min(boxes, radix // 2) + 1) if boxes % d == 0)
+    return tuple(x for x in (box.gpus, pod, boxes // pod) if x > 1)
+
+
+def libra_topology(box: Box, gpus: int, scaleout_Bps: Sequence[float], *,
+                   radix: int = 64) -> Topology:
+    """The ``hier:`` fabric of a ``libra`` design: switch dimensions (:func:`libra_dims`),
+    the box's scale-up rate in the first, ``scaleout_Bps`` per GPU in the others."""
+    from ..topology.spec import parse_spec
+
+    dims = libra_dims(box, gpus, radix)
+    rates = (box.nvlink_Bps, *scaleout_Bps)
+    if len(rates) != len(dims):
+        raise InputError(f"{len(dims) - 1} scale-out bandwidths needed, got "
+                         f"{len(scaleout_Bps)}", item="libra")
+    return parse_spec("hier:" + "x ".join(f"switch({n},{b:.9g}B/s)"
+                                          for n, b in zip(dims, rates, strict=True)))
+
+
+_KAPPA0 = 1e-6     # $ per GB/s of the fixed scale-up dimension in LIBRA's cost (tiny, > 0)
+
+
+def _libra_bill(box: Box, gpus: int, rates: Sequence[float], prices: PriceTable,
+                radix: int) -> Bill:
+    """Per scale-out dimension of size ``s`` at ``b``: a NIC per GPU, a cable with two
+    transceivers and a fiber per GPU, and the dimension's ``s``-port switches packed
+    ``floor(radix / s)`` to a ``radix``-port switch (whole switches)."""
+    dims = libra_dims(box, gpus, radix)
+    lines: list[tuple[str, float, float, float, float]] = []
+
+    def add(part, count, speed=0.0):
+        if count:
+            lines.append((part, float(count), speed, prices.price(part, speed),
+                          prices.power(part, speed)))
+
+    for size, b in zip(dims[1:], rates, strict=True):
+        if size > radix:
+            raise InputError(f"a libra dimension of {size} exceeds the switch radix {radix}",
+                             item="--radix")
+        add("nic", gpus, b)
+        add("transceiver", 2 * gpus, b)
+        add("fiber", gpus)
+        add("switch_port", math.ceil(gpus // size / (radix // size)) * radix, b)
+    add("scaleup_port", gpus * box.nvlink_links)
+    return Bill(tuple(lines))
+
+
+def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, radix: int
+                  ) -> tuple[Design, Topology | None]:
+    """LIBRA's allocation of the scale-out bandwidth between the hierarchy's dimensions
+    for this job (its ``perf`` objective, the time of LIBRA's model, the cost linearized
+    from the price table at the box's NIC rate), then scaled so that the bill meets the
+    budget (the allocation's ratios kept)."""
+    from ..workload import memory_per_gpu, parse_parallel
+    from .libra import LibraDim, LibraNetwork
+    from .libra_io import workload_from_model
+    from .libra_solve import solve
+
+    dims = libra_dims(box, job.gpus, radix)
+    k = len(dims) - 1
+    ref = box.nic_Bps
+    # $ per GB/s of per-GPU bandwidth, per dimension, from the bill at the reference rate
+    kappa = [_KAPPA0]                  # the scale-up dimension is fixed by a constraint
+    for i in range(k):
+        rates = [ref if j == i else 0.0 for j in range(k)]
+        b = _libra_bill(box, job.gpus, rates, prices, radix)
+        kappa.append((b.cost_usd - _libra_bill(box, job.gpus, [0.0] * k, prices,
+                                               radix).cost_usd) / job.gpus / (ref / 1e9))
+    classes = ("InterPackage", "InterNode", "InterPod")[:len(dims)]
+    costs = {c: {"Link": kp, "Switch": 0.0, "Nic": 0.0} for c, kp in zip(classes, kappa,
+                                                                         strict=True)}
+    net = LibraNetwork(tuple(LibraDim("Switch", n, c) for n, c in zip(dims, classes,
+                                                                      strict=True)),
+                       prices=costs)
+    par = None
+    for rc in ("none", "selective", "full"):
+        cand = parse_parallel(f"tp={box.gpus},pp=1", world=job.gpus, zero=1, recompute=rc,
+                              micro_batch=job.micro_batches[0])
+        if job.global_batch % (cand.dp * cand.micro_batch) == 0:
+            cand = cand.with_(global_batch=job.global_batch)
+            if memory_per_gpu(job.model, cand).peak <= job.device.memory:
+                par = cand
+                break
+    fixed = _libra_bill(box, job.gpus, [0.0] * k, prices, radix)
+    empty = Design("libra", box.name, 1.0, 0.0, "", fixed, False)
+    if par is None:
+        return replace(empty, reason="LIBRA models tensor and data parallelism only: no "
+                                     f"tp={box.gpus},pp=1 configuration fits in "
+                                     f"{job.device.name}'s memory"), None
+    if not fixed.cost_usd < budget:
+        return replace(empty, reason=f"the budget is below the parts that do not scale "
+                                     f"with the line rate ({fixed.cost_usd:,.0f} USD)"), None
+    w = workload_from_model(net, job.model, par, job.device)
+    nv = box.nvlink_Bps / 1e9
+    res = solve(net, w, objective="perf", constraints=[f"B0 == {nv:.9g}"],
+                budget=budget - fixed.cost_usd + _KAPPA0 * nv * job.gpus)
+    share = [b / sum(res.bandwidth_GBps[1:]) for b in res.bandwidth_GBps[1:]]
+    scale = rate_for_budget(lambda r: _libra_bill(box, job.gpus, [r * x for x in share],
+                                                  prices, radix).cost_usd, budget)
+    rates = [scale * x for x in share]
+    topo = libra_topology(box, job.gpus, rates, radix=radix)
+    d = Design("libra", box.name, 1.0, sum(rates), topo.name,
+               _libra_bill(box, job.gpus, rates, prices, radix), True,
+               extra={"libra": {"dims": list(dims), "scaleout_gbps": [r / _GBPS for r in rates],
+                                "allocation_parallel": par.label(),
+                                "libra_model_s": res.time_s}})
+    return d, topo
 
 
 def rate_for_budget(cost: Callable[[float], float], budget: float) -> float | None:
@@ -402,6 +526,9 @@ def _candidates(families: Sequence[str], boxes: Sequence[Box],
         if fam == "torus":
             out.append((fam, boxes[0], 1.0))
             continue
+        if fam == "libra":
+            out.extend((fam, box, 1.0) for box in boxes)
+            continue
         for box in boxes:
             for o in (oversubscriptions if fam in _CLOS else (1.0,)):
                 out.append((fam, box, float(o)))
@@ -461,6 +588,16 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
         def bill(rate, fam=fam, box=box, o=o):
             return family_bill(fam, box, job.gpus, rate, p, oversubscription=o, radix=radix)
 
+        if fam == "libra":
+            if mode == "time-target":
+                designs.append(_libra_to_target(box, job, time_target, p, radix,
+                                                algorithms, cost_model, cache, bounds))
+                continue
+            d, topo = _libra_design(box, job, budget, p, radix)
+            designs.append(d if topo is None else evaluate_design(
+                d, topo, job, algorithms=algorithms, cost_model=cost_model, cache=cache,
+                bounds=bounds))
+            continue
         if mode == "time-target":
             designs.append(_to_target(fam, box, o, bill, job, time_target, radix,
                                       algorithms, cost_model, cache, bounds))
@@ -490,14 +627,41 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> N
     from ..workload import parse_parallel, simulate_iteration
 
     box = next(b for b in boxes if b.name == d.box)
-    topo = family_topology(d.family, box, job.gpus, d.rate_Bps,
-                           oversubscription=d.oversubscription, radix=radix)
+    if d.family == "libra":
+        topo = libra_topology(box, job.gpus, [g * _GBPS for g in
+                                              d.extra["libra"]["scaleout_gbps"]], radix=radix)
+    else:
+        topo = family_topology(d.family, box, job.gpus, d.rate_Bps,
+                               oversubscription=d.oversubscription, radix=radix)
     par = parse_parallel(d.parallel, world=job.gpus)
     r = simulate_iteration(job.model, par, topo, job.device, cost_model=cost_model("flow"),
                            algorithms=algorithms, cache=cache, check_memory=False)
     d.recheck = {"backend": "flow", "iteration_s": r.iteration_s,
                  "exposed_comm_s": r.exposed_comm_s,
                  "difference": r.iteration_s / d.iteration_s - 1}
+
+
+def _libra_to_target(box, job, target, prices, radix, algorithms, cost_model, cache,
+                     bounds) -> Design:
+    """LIBRA's allocation at the budgets of the product line rates' reference bills (the
+    cost of a rail-optimized Clos at each rate), the first that meets ``target``."""
+    last = None
+    for gbps in PRODUCT_GBPS:
+        budget = family_bill("rail", box, job.gpus, gbps * _GBPS, prices,
+                             radix=radix).cost_usd
+        d, topo = _libra_design(box, job, budget, prices, radix)
+        if topo is None:
+            return d
+        d = evaluate_design(d, topo, job, algorithms=algorithms, cost_model=cost_model,
+                            cache=cache, bounds=False)
+        if d.iteration_s <= target:
+            return evaluate_design(d, topo, job, algorithms=algorithms,
+                                   cost_model=cost_model, cache=cache, bounds=True) \
+                if bounds else d
+        last = d
+    return replace(last, feasible=False,
+                   reason=f"misses {target:g} s even at the budget of {PRODUCT_GBPS[-1]} "
+                          f"Gb/s rails ({last.iteration_s:.3g} s)")
 
 
 def _to_target(fam, box, o, bill, job, target, radix, algorithms, cost_model, cache,
