@@ -406,7 +406,6 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
     from ..workload import memory_per_gpu, parse_parallel
     from .libra import LibraDim, LibraNetwork
     from .libra_io import workload_from_model
-    from .libra_solve import solve
 
     dims = libra_dims(box, job.gpus, radix)
     k = len(dims) - 1
@@ -424,6 +423,21 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
     net = LibraNetwork(tuple(LibraDim("Switch", n, c) for n, c in zip(dims, classes,
                                                                       strict=True)),
                        prices=costs)
+    from ..workload import LayeredModel
+
+    fixed = _libra_bill(box, job.gpus, [0.0] * k, prices, radix)
+    empty = Design("libra", box.name, 1.0, 0.0, "", fixed, False)
+    if isinstance(job.model, LayeredModel):
+        from .libra_io import workload_from_layered
+
+        if not fixed.cost_usd < budget:
+            return replace(empty, reason=f"the budget is below the parts that do not scale "
+                                         f"with the line rate ({fixed.cost_usd:,.0f} USD)"), \
+                None
+        w = workload_from_layered(net, job.model, job.device,
+                                  batch_per_npu=_batch_per_rank(job))
+        return _libra_allocated(box, job, budget, prices, radix, net, w, fixed,
+                                f"dp={job.gpus}")
     par = None
     for rc in ("none", "selective", "full"):
         cand = parse_parallel(f"tp={box.gpus},pp=1", world=job.gpus, zero=1, recompute=rc,
@@ -433,8 +447,6 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
             if memory_per_gpu(job.model, cand).peak <= job.device.memory:
                 par = cand
                 break
-    fixed = _libra_bill(box, job.gpus, [0.0] * k, prices, radix)
-    empty = Design("libra", box.name, 1.0, 0.0, "", fixed, False)
     if par is None:
         return replace(empty, reason="LIBRA models tensor and data parallelism only: no "
                                      f"tp={box.gpus},pp=1 configuration fits in "
@@ -443,6 +455,14 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
         return replace(empty, reason=f"the budget is below the parts that do not scale "
                                      f"with the line rate ({fixed.cost_usd:,.0f} USD)"), None
     w = workload_from_model(net, job.model, par, job.device)
+    return _libra_allocated(box, job, budget, prices, radix, net, w, fixed, par.label())
+
+
+def _libra_allocated(box, job, budget, prices, radix, net, w, fixed, label
+                     ) -> tuple[Design, Topology]:
+    """LIBRA's ``perf`` allocation of ``w`` on ``net``, scaled to the budget."""
+    from .libra_solve import solve
+
     nv = box.nvlink_Bps / 1e9
     res = solve(net, w, objective="perf", constraints=[f"B0 == {nv:.9g}"],
                 budget=budget - fixed.cost_usd + _KAPPA0 * nv * job.gpus)
@@ -453,8 +473,9 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
     topo = libra_topology(box, job.gpus, rates, radix=radix)
     d = Design("libra", box.name, 1.0, sum(rates), topo.name,
                _libra_bill(box, job.gpus, rates, prices, radix), True,
-               extra={"libra": {"dims": list(dims), "scaleout_gbps": [r / _GBPS for r in rates],
-                                "allocation_parallel": par.label(),
+               extra={"libra": {"dims": [d.size for d in net.dims],
+                                "scaleout_gbps": [r / _GBPS for r in rates],
+                                "allocation_parallel": label,
                                 "libra_model_s": res.time_s}})
     return d, topo
 
@@ -488,8 +509,11 @@ def evaluate_design(design: Design, topology: Topology, job: DesignJob, *,
     """``design`` with the job's best parallelism on ``topology`` filled in (search over
     every factorization that fits; the winner re-simulated with bounds proved, so the
     record says how close its collectives are to what the fabric allows)."""
-    from ..workload import search_parallelism, simulate_iteration
+    from ..workload import LayeredModel, search_parallelism, simulate_iteration
 
+    if isinstance(job.model, LayeredModel):
+        return _evaluate_layered(design, topology, job, algorithms=algorithms,
+                                 cost_model=cost_model, cache=cache, bounds=bounds)
     res = search_parallelism(job.model, job.gpus, topology, job.device,
                              global_batch=job.global_batch, micro_batches=job.micro_batches,
                              cost_model=cost_model, algorithms=algorithms, cache=cache)
@@ -514,6 +538,42 @@ def evaluate_design(design: Design, topology: Topology, job: DesignJob, *,
                    exposed_comm_s=r.exposed_comm_s, compute_s=r.compute_s,
                    bubble_s=r.bubble_s, parallel=best.parallel.label(),
                    memory_gib=r.memory_gib, configurations=res.enumerated, bound=bound)
+
+
+def _batch_per_rank(job: DesignJob) -> int:
+    if job.global_batch % job.gpus:
+        raise InputError(f"a data-parallel model needs a global batch that is a multiple of "
+                         f"the GPUs ({job.gpus}), got {job.global_batch}",
+                         item="--global-batch")
+    return job.global_batch // job.gpus
+
+
+def _evaluate_layered(design: Design, topology: Topology, job: DesignJob, *, algorithms,
+                      cost_model, cache, bounds: bool) -> Design:
+    """A layered model (ResNet, VGG, DLRM) is data parallel on every GPU (DLRM's tables
+    model-parallel with an all-to-all each way): one configuration, no search."""
+    from ..workload import CollectiveCoster, simulate_dp_iteration
+
+    cc = CollectiveCoster(topology, model=cost_model, algorithms=algorithms, cache=cache,
+                          bounds=bounds)
+    try:
+        r = simulate_dp_iteration(job.model, topology, job.device,
+                                  batch_per_rank=_batch_per_rank(job), ranks=job.gpus,
+                                  coster=cc)
+    except InputError as e:
+        if "memory" not in str(e):
+            raise
+        return replace(design, feasible=False, configurations=1, reason=str(e))
+    fr = [(c["bound_fraction"], k) for k, c in sorted(r.collectives.items())
+          if c.get("bound_fraction") is not None]
+    bound = None
+    if fr:
+        f, k = min(fr)
+        bound = {"worst_collective": k, "fraction_of_bound": f, "collectives": len(fr)}
+    return replace(design, iteration_s=r.iteration_s, mfu=r.mfu,
+                   exposed_comm_s=r.exposed_comm_s, compute_s=r.compute_s,
+                   bubble_s=r.bubble_s, parallel=r.parallel, memory_gib=r.memory_gib,
+                   configurations=1, bound=bound)
 
 
 def _candidates(families: Sequence[str], boxes: Sequence[Box],
@@ -633,9 +693,18 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> N
     else:
         topo = family_topology(d.family, box, job.gpus, d.rate_Bps,
                                oversubscription=d.oversubscription, radix=radix)
-    par = parse_parallel(d.parallel, world=job.gpus)
-    r = simulate_iteration(job.model, par, topo, job.device, cost_model=cost_model("flow"),
-                           algorithms=algorithms, cache=cache, check_memory=False)
+    from ..workload import LayeredModel, simulate_dp_iteration
+
+    if isinstance(job.model, LayeredModel):
+        r = simulate_dp_iteration(job.model, topo, job.device,
+                                  batch_per_rank=_batch_per_rank(job), ranks=job.gpus,
+                                  cost_model=cost_model("flow"), algorithms=algorithms,
+                                  cache=cache)
+    else:
+        par = parse_parallel(d.parallel, world=job.gpus)
+        r = simulate_iteration(job.model, par, topo, job.device,
+                               cost_model=cost_model("flow"), algorithms=algorithms,
+                               cache=cache, check_memory=False)
     d.recheck = {"backend": "flow", "iteration_s": r.iteration_s,
                  "exposed_comm_s": r.exposed_comm_s,
                  "difference": r.iteration_s / d.iteration_s - 1}
