@@ -67,3 +67,31 @@ def test_price_file(tmp_path):
         read_price_table(str(tmp_path / "missing.yaml"))
     with pytest.raises(InputError):
         PriceTable(nic={})
+
+
+def test_the_packaged_table_has_power_and_a_source_for_every_part():
+    from topocoll.fabric import PARTS
+
+    p = PriceTable()
+    for part in PARTS:
+        assert p.sources[part].strip()
+        assert p.power(part, 400 * G) >= 0 and p.price(part, 400 * G) >= 0
+    # NVIDIA's 400G transceiver specification: 8 W typical
+    assert p.power("transceiver", 400 * G) == 8.0
+    assert p.power("ocs_port") == pytest.approx(0.8)
+
+
+def test_price_file_with_power_and_sources(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("switch_port:\n  usd: {400: 900}\n  watts: {400: 20}\n  source: our quote\n"
+                 "ocs_port: {usd: 300}\n")
+    p = read_price_table(str(f))
+    assert p.price("switch_port", 400 * G) == 900 and p.power("switch_port", 400 * G) == 20
+    assert p.sources["switch_port"] == "our quote" and p.ocs_port == 300
+    assert p.power("ocs_port") == pytest.approx(0.8)          # kept from the defaults
+    for bad, item in (("nic: null\n", "nic"), ("fiber: {usd: null}\n", "fiber"),
+                      ("nic: {usd: 5}\n", "nic"), ("dac: {cost: 3}\n", "dac")):
+        f.write_text(bad)
+        with pytest.raises(InputError) as e:
+            read_price_table(str(f))
+        assert item in str(e.value)

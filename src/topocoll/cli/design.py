@@ -98,6 +98,10 @@ def design(
         = False,
     no_recheck: Annotated[bool, typer.Option(
         "--no-recheck", help="Do not re-simulate the winner at flow level.")] = False,
+    report: Annotated[str | None, typer.Option(
+        help="Also write an HTML report: iteration time against cost per family at 1/4, "
+             "1/2, 1, 2 and 4 times the budget (five more designs per family), the Pareto "
+             "front marked.")] = None,
     no_cache: NoCacheOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -146,6 +150,11 @@ def design(
     gb = (32 * gpus if layered else gpus) if global_batch is None else global_batch
     if gb < 1:
         raise InputError(f"--global-batch must be at least 1, got {gb}", item="--global-batch")
+    report_path = None
+    if report is not None:
+        from .schedules import output_path
+
+        report_path = output_path(Path(report), (".html",))
     table = read_price_table(prices) if prices is not None else PriceTable()
     cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else \
         list(DESIGN_ALGORITHMS)
@@ -170,10 +179,28 @@ def design(
     rec = {"model": mdl.name, "gpus": gpus, "device": dev.name, "global_batch": gb,
            "backend": backend, "algorithms": cands, "radix": radix,
            "prices": prices or "packaged prices.yaml", **res.to_dict()}
+    if report_path is not None:
+        from ..fabric.design import design_curve
+        from ..sweep import write_design_report
+
+        center = res.budget_usd if res.budget_usd is not None else min(
+            d.bill.cost_usd for d in res.designs)
+        with busy("report: the cost curve", as_json) as bar:
+            curve = design_curve(
+                job, center, boxes=bxs, families=fams,
+                oversubscriptions=_floats(oversubscription, "--oversubscription"),
+                prices=table, radix=radix, algorithms=cands, cost_model=cm,
+                cache=schedule_cache(no_cache),
+                progress=lambda s: bar.update(bar.task_ids[0], description=f"report: {s}"))
+        write_design_report(rec, [c.to_dict() for c in curve], report_path,
+                            title=f"topocoll design: {mdl.name} on {gpus} GPUs")
+        rec["report"] = str(report_path)
     if as_json:
         print_json(rec)
         return
     print_design(res, f"{mdl.name} on {gpus} x {dev.name}, global batch {gb}")
+    if report_path is not None:
+        out.print(f"report written to {report_path}", highlight=False)
 
 
 def design_question(res) -> str:

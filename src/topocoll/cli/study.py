@@ -15,7 +15,7 @@ __all__ = ["study"]
 @app.command()
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
-              help="Study to run: swing, validation, libra, topoopt or dlcp.")],
+              help="Study to run: swing, validation, libra, topoopt, dlcp or design.")],
           output: Annotated[Path | None, typer.Option(
               "--output", "-o", help="Directory for the results page, JSON and figures "
                                      "(default: docs/studies of a topocoll checkout, when "
@@ -48,6 +48,9 @@ def study(name: Annotated[str, typer.Argument(
         return
     if name == "dlcp":
         _dlcp(output, as_json)
+        return
+    if name == "design":
+        _design(output, as_json)
         return
 
     from ..studies.swing import (
@@ -84,7 +87,7 @@ def study(name: Annotated[str, typer.Argument(
 
 
 #: The studies ``topocoll study`` regenerates.
-STUDIES = ("swing", "validation", "libra", "topoopt", "dlcp")
+STUDIES = ("swing", "validation", "libra", "topoopt", "dlcp", "design")
 
 
 def _output_dir(output: Path | None) -> Path:
@@ -237,6 +240,23 @@ def _topoopt(output: Path, as_json: bool) -> None:
     for m, v in res["max_speedup"].items():
         out.print(f"{m:14s} max speedup over the cost-equivalent fat-tree {v['speedup']:.2f}x "
                   f"(d={v['degree']}, {v['gbps']:g} Gb/s)", highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _design(output: Path, as_json: bool) -> None:
+    from ..studies.design import run_design_study, write_design_study
+
+    with busy("design study", as_json) as bar:
+        res = run_design_study(progress=lambda s: bar.update(bar.task_ids[0],
+                                                             description=s))
+    paths = write_design_study(output, res)
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    for rec in res["jobs"]:
+        eq = rec["equal_cost"]
+        out.print(f"{rec['job']} on {rec['gpus']}: best at equal cost "
+                  f"{eq['winner']['family']}", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 

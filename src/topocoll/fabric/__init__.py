@@ -78,6 +78,9 @@ _WHERE = {
     "rate_for_budget": "design",
     "evaluate_design": "design",
     "design_fabrics": "design",
+    "design_curve": "design",
+    "libra_dims": "design",
+    "libra_topology": "design",
     "PARTS": "prices",
     "TopoOptResult": "topoopt_search",
     "baselines": "topoopt_search",
@@ -104,7 +107,8 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "background_flows", "dlcp_messages", "run_dlcp", "loss_profile",
            "profile_summary", "FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill",
            "DesignJob", "Design", "DesignResult", "family_topology", "family_bill",
-           "torus_shape", "rate_for_budget", "evaluate_design", "design_fabrics", "PARTS"]
+           "torus_shape", "rate_for_budget", "evaluate_design", "design_fabrics", "PARTS",
+           "design_curve", "libra_dims", "libra_topology"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

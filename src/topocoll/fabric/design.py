@@ -43,7 +43,7 @@ from .prices import PriceTable
 
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
-           "libra_dims", "libra_topology",
+           "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
            "evaluate_design", "design_fabrics"]
 
 _GBPS = 1e9 / 8
@@ -677,6 +677,19 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
     if recheck and res.winner is not None:
         _recheck(res.winner, job, boxes=bxs, radix=radix, algorithms=algorithms, cache=cache)
     return res
+
+
+#: Budgets of ``design_curve`` as multiples of the answer's budget.
+CURVE_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def design_curve(job: DesignJob, budget: float, *, multiples: Sequence[float] =
+                 CURVE_MULTIPLES, **kw) -> list[DesignResult]:
+    """Every family at ``budget`` times each of ``multiples`` (bounds and the flow re-check
+    off): iteration time against cost per family, for the report's Pareto front."""
+    kw = {**kw, "bounds": False, "recheck": False}
+    kw.pop("time_target", None)
+    return [design_fabrics(job, budget=budget * m, **kw) for m in multiples]
 
 
 def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> None:

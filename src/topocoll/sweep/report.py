@@ -17,12 +17,13 @@ from pathlib import Path
 
 from .store import SweepStore
 
-__all__ = ["write_report", "figures"]
+__all__ = ["write_report", "figures", "write_design_report", "pareto_front"]
 
 _SCRIPT = """
-document.querySelectorAll('table.sortable th').forEach(function (th, i) {
+document.querySelectorAll('table.sortable th').forEach(function (th) {
   th.addEventListener('click', function () {
-    var table = th.closest('table'), body = table.tBodies[0];
+    // the column within its own table (a page may have several tables)
+    var i = th.cellIndex, table = th.closest('table'), body = table.tBodies[0];
     var rows = Array.from(body.rows), asc = th.dataset.asc !== '1';
     rows.sort(function (a, b) {
       var x = a.cells[i].dataset.v, y = b.cells[i].dataset.v;
@@ -91,11 +92,7 @@ def figures(rows: list[dict]) -> list[tuple[str, str]]:
     costed = [r for r in rows if _num(r.get("cost_usd")) and _time(r)]
     if costed:
         pts = sorted((_num(r["cost_usd"]), _time(r)) for r in costed)
-        front, best = [], float("inf")
-        for c, t in pts:
-            if t < best:
-                front.append((c, t))
-                best = t
+        front = pareto_front(pts)
         fig, ax = plt.subplots(figsize=(6, 3.8))
         ax.plot([c for c, _ in pts], [t for _, t in pts], "o", ms=3, alpha=0.5, label="points")
         ax.plot([c for c, _ in front], [t for _, t in front], "r-o", ms=4, label="Pareto front")
@@ -160,6 +157,10 @@ def write_report(store: SweepStore, path: str | Path, title: str = "topocoll swe
             ["point_id", "command", "params", "error"],
             [dict(zip(["point_id", "command", "params", "error"], e, strict=True))
              for e in errs]))
+    return _write_page(path, title, parts)
+
+
+def _write_page(path: str | Path, title: str, parts: list[str]) -> Path:
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>"
             + html.escape(title) + "</title><style>body{font-family:sans-serif;margin:2em}"
             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
@@ -168,3 +169,66 @@ def write_report(store: SweepStore, path: str | Path, title: str = "topocoll swe
     p = Path(path)
     p.write_text(page)
     return p
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (cost, time) points no other point beats in both, cheapest first.
+
+    >>> pareto_front([(1, 5), (2, 3), (3, 4), (4, 1)])
+    [(1, 5), (2, 3), (4, 1)]
+    """
+    front, best = [], float("inf")
+    for c, t in sorted(points):
+        if t < best:
+            front.append((c, t))
+            best = t
+    return front
+
+
+def write_design_report(record: dict, curve: list[dict], path: str | Path,
+                        title: str = "topocoll design") -> Path:
+    """The ``topocoll design`` report: iteration time against network cost per family over
+    ``curve`` (design records at several budgets, each with a ``designs`` list), the
+    Pareto front across families marked, then the answer's designs and every curve point
+    as sortable tables."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = [d for rec in curve for d in rec["designs"] if d.get("iteration_s")]
+    by_fam: dict = defaultdict(list)
+    for d in pts:
+        by_fam[(d["family"], d["box"], d["oversubscription"])].append(d)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for (fam, box, o), ds in sorted(by_fam.items()):
+        ds = sorted(ds, key=lambda d: d["cost_usd"])
+        label = fam + ("" if len({b for _, b, _ in by_fam}) == 1 else f" ({box})") + (
+            "" if o == 1 else f", oversub {o:g}")
+        ax.plot([d["cost_usd"] / 1e6 for d in ds], [d["iteration_s"] for d in ds], "o-",
+                ms=4, label=label)
+    front = pareto_front([(d["cost_usd"], d["iteration_s"]) for d in pts])
+    ax.plot([c / 1e6 for c, _ in front], [t for _, t in front], "k--", lw=1,
+            label="Pareto front")
+    ax.set_xlabel("network cost ($M)")
+    ax.set_ylabel("iteration time (s)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    uri = _png(fig)
+    plt.close(fig)
+    cols = ["family", "box", "oversubscription", "rate_gbps", "cost_usd", "power_w",
+            "iteration_s", "mfu", "exposed_comm_s", "parallel", "feasible", "reason"]
+    w = record.get("winner") or {}
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f"<p>{html.escape(str(record.get('model', '')))} on "
+             f"{record.get('gpus', '')} GPUs; question: {html.escape(record['mode'])}; "
+             f"best: {html.escape(str(w.get('family', 'none')))}.</p>",
+             f'<figure><img alt="iteration time against cost" src="{uri}"><figcaption>'
+             "iteration time against network cost per family (Pareto front dashed)"
+             "</figcaption></figure>",
+             "<h2>Designs</h2>" + _table(cols, record["designs"]),
+             "<h2>Every point of the curve</h2>" + _table(
+                 ["budget_usd", *cols], [{"budget_usd": rec.get("budget_usd"), **d}
+                                         for rec in curve for d in rec["designs"]])]
+    return _write_page(path, title, parts)

@@ -1,0 +1,127 @@
+"""Which fabric to build: three jobs at 1,024 and 8,192 GPUs, every family at the cost of
+the box's own rail-optimized network, and the cost of holding the reference's iteration
+time (``docs/studies/design.md``, ``topocoll study design``).
+
+Jobs: a dense LLM (Llama-3 70B on DGX H100), an MoE (Mixtral 8x7B on DGX H100) and DLRM
+(TopoOpt's configuration, on DGX A100). For each job and size:
+
+- **equal cost**: :func:`~topocoll.fabric.design.design_fabrics` with no budget: every
+  family at the bill of the reference (the box's NICs on a non-blocking rail-optimized
+  Clos);
+- **same time, least cost** (1,024 GPUs): every switched and direct family's cheapest
+  product line rate that holds the reference's iteration time within 1%, which is the
+  comparison the rail-only paper makes ("the same training time at 38-77% less network
+  cost").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..fabric.design import FAMILIES, DesignJob, design_fabrics
+from ..topology.boxes import find_box
+from ..workload import LAYERED, find_device, parse_model
+from ._common import headless_pyplot, save_figure, write_json
+
+__all__ = ["STUDY_JOBS", "STUDY_GPUS", "run_design_study", "write_design_study"]
+
+#: (name, model, box, global batch per GPU).
+STUDY_JOBS = (("dense", "llama3-70b", "dgx-h100", 1),
+              ("moe", "mixtral-8x7b", "dgx-h100", 1),
+              ("dlrm", "dlrm", "dgx-a100", 32))
+STUDY_GPUS = (1024, 8192)
+#: The families of the least-cost comparison (LIBRA's and the torus's line rates are not
+#: the products the others are sold at).
+TARGET_FAMILIES = ("fat-tree", "rail", "rail-only", "topoopt")
+
+
+def _job(model: str, box: str, gpus: int, per_gpu: int) -> DesignJob:
+    b = find_box(box)
+    mdl = LAYERED[model] if model in LAYERED else parse_model(model)
+    return DesignJob(mdl, gpus, find_device(b.gpu), per_gpu * gpus)
+
+
+def run_design_study(jobs: Sequence[tuple[str, str, str, int]] = STUDY_JOBS,
+                     gpus: Sequence[int] = STUDY_GPUS, *, target_gpus: int = 1024,
+                     progress: Callable[[str], None] | None = None) -> dict:
+    """Every job at every size at equal cost; at ``target_gpus`` also each family's least
+    cost for the reference's time."""
+    out = []
+    for name, model, box, per in jobs:
+        for n in gpus:
+            job = _job(model, box, n, per)
+
+            def step(s: str, name=name, n=n) -> None:
+                if progress is not None:
+                    progress(f"{name} on {n}: {s}")
+
+            eq = design_fabrics(job, boxes=(box,), families=FAMILIES, progress=step)
+            rec = {"job": name, "model": model, "box": box, "gpus": n,
+                   "global_batch": job.global_batch, "equal_cost": eq.to_dict()}
+            if n == target_gpus:
+                ref = next(d for d in eq.designs if d.family == "rail")
+                target = ref.iteration_s * 1.01
+                tt = design_fabrics(job, boxes=(box,), families=TARGET_FAMILIES,
+                                    time_target=target, bounds=False, recheck=False,
+                                    progress=step)
+                rec["same_time"] = {"target_s": target, **tt.to_dict()}
+            out.append(rec)
+    return {"jobs": out}
+
+
+def _row(d: dict) -> str:
+    if d["iteration_s"] is None:
+        return (f"| {d['family']} | - | ${d['cost_usd'] / 1e6:,.2f}M | "
+                f"{d['power_w'] / 1e3:,.0f} kW | - | - | {d['reason']} |")
+    return (f"| {d['family']} | {d['rate_gbps']:,.0f} | ${d['cost_usd'] / 1e6:,.2f}M | "
+            f"{d['power_w'] / 1e3:,.0f} kW | {d['iteration_s']:.4g} s | "
+            f"{100 * d['mfu']:.1f}% | `{d['parallel']}` |")
+
+
+def write_design_study(out: Path, res: dict) -> list[Path]:
+    """``design.json``, ``design_equal_cost.png`` and the tables of the study page
+    (``design_tables.md``, included by ``docs/studies/design.md``)."""
+    paths = [write_json(out / "design.json", res)]
+    lines = []
+    for rec in res["jobs"]:
+        eq = rec["equal_cost"]
+        lines += [f"### {rec['job']}: {rec['model']} on {rec['gpus']:,} GPUs "
+                  f"({rec['box']}, global batch {rec['global_batch']:,})", "",
+                  f"Equal cost: ${eq['budget_usd'] / 1e6:,.2f}M (the reference: "
+                  f"{eq['reference']['box']} NICs at {eq['reference']['rate_gbps']:g} Gb/s "
+                  f"on a rail-optimized Clos). Winner: **{eq['winner']['family']}**"
+                  + (f"; within 1%: {', '.join(t['family'] for t in eq['ties'])}"
+                     if eq["ties"] else "") + ".", "",
+                  "| family | Gb/s per port | cost | power | iteration | MFU | parallelism |",
+                  "|---|--:|--:|--:|--:|--:|---|"]
+        lines += [_row(d) for d in eq["designs"]]
+        lines.append("")
+        if "same_time" in rec:
+            st = rec["same_time"]
+            lines += [f"Least cost for the reference's iteration time within 1% "
+                      f"({st['target_s']:.4g} s), at product line rates:", "",
+                      "| family | Gb/s per port | cost | power | iteration | MFU | "
+                      "parallelism |", "|---|--:|--:|--:|--:|--:|---|"]
+            lines += [_row(d) for d in st["designs"]]
+            lines.append("")
+    tables = out / "design_tables.md"
+    tables.write_text("\n".join(lines))
+    paths.append(tables)
+    plt = headless_pyplot()
+    if plt is not None:
+        recs = res["jobs"]
+        fig, axes = plt.subplots(1, len(recs), figsize=(3.2 * len(recs), 3.2), sharey=False)
+        for ax, rec in zip(list(axes) if len(recs) > 1 else [axes], recs, strict=True):
+            ds = [d for d in rec["equal_cost"]["designs"] if d["iteration_s"] is not None]
+            ref = next(d for d in ds if d["family"] == "rail")["iteration_s"]
+            ax.bar([d["family"] for d in ds], [ref / d["iteration_s"] for d in ds],
+                   color="#4477aa")
+            ax.axhline(1.0, color="k", lw=0.6)
+            ax.set_title(f"{rec['job']}, {rec['gpus']:,} GPUs", fontsize=8)
+            ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+            ax.tick_params(axis="y", labelsize=7)
+        (list(axes) if len(recs) > 1 else [axes])[0].set_ylabel(
+            "speedup over rail at equal cost", fontsize=7)
+        paths.append(save_figure(fig, out / "design_equal_cost.png"))
+    return paths
