@@ -110,7 +110,8 @@ class SweepStore:
 
     def rows(self) -> list[dict]:
         """Every output record with its point's parameters (what the ``results`` view
-        shows), in insertion order."""
+        shows), in insertion order; a record with a ``designs`` list (``topocoll
+        design``) gives one row per design."""
         out = []
         for pid, cmd, params, metrics in self.con.execute(
                 "SELECT point_id, command, params, metrics FROM points WHERE status = 'ok' "
@@ -118,6 +119,10 @@ class SweepStore:
             p = json.loads(params)
             m = json.loads(metrics) if metrics else {}
             recs = m if isinstance(m, list) else [m]
+            if isinstance(m, dict) and isinstance(m.get("designs"), list):
+                # `topocoll design`: one row per design, the answer's scalars repeated
+                top = {k: v for k, v in m.items() if k != "designs"}
+                recs = [{**top, **d} for d in m["designs"] if isinstance(d, dict)]
             for rec in recs:
                 if not isinstance(rec, dict):
                     continue
