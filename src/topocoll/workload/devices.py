@@ -103,6 +103,13 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
     # Google Cloud TPU v5p documentation (peak, HBM); the multiply efficiency of tpu-v4, for
     # want of a published v5p measurement
     Device("tpu-v5p", 459e12, 95 * GiB, 2.765e12, gemm_max=0.85, gemm_half=2e9),
+    # NVIDIA HGX B200 data sheet: BF16 tensor 36 PFLOP/s for eight GPUs with sparsity
+    # (2.25 PFLOP/s dense per GPU), 1,440 GB HBM3e (180 GB each), 64 TB/s (8 TB/s each); the
+    # multiply efficiency of h100, for want of a published B200 measurement
+    Device("b200", 2.25e15, 180e9, 8e12, gemm_max=0.75, gemm_half=6e9),
+    # AMD Instinct MI300X data sheet: 1,307.4 TFLOP/s dense BF16, 192 GB HBM3 at 5.3 TB/s;
+    # the multiply efficiency of mi250x, for want of a published measurement
+    Device("mi300x", 1307.4e12, 192e9, 5.3e12, gemm_max=0.6, gemm_half=3e9),
 )}
 
 DEVICE_NAMES = tuple(DEVICES)
