@@ -203,3 +203,16 @@ def test_libra_refuses_a_job_that_needs_pipelining():
     (d,) = design_fabrics(huge, families=("libra",), budget=1e6, bounds=False,
                           recheck=False).designs
     assert not d.feasible and "tensor and data parallelism only" in d.reason
+
+
+def test_libra_is_compared_with_the_equal_split_of_the_same_budget():
+    job = DesignJob(SMALL, 512, find_device("h100"), 512)
+    (d,) = design_fabrics(job, families=("libra",), budget=2e6, bounds=False, recheck=False,
+                          libra_equal_split=True).designs
+    eq = d.extra["libra"]["equal_split"]
+    a, b = eq["scaleout_gbps"]
+    assert a == b > 0 and eq["iteration_s"] > 0
+    # the equal split costs the same budget
+    from topocoll.fabric.design import _libra_bill
+    assert _libra_bill(H100, 512, [a * G, b * G], PriceTable(), 64).cost_usd == \
+        pytest.approx(2e6, rel=1e-9)

@@ -602,9 +602,12 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                    prices: PriceTable | None = None, radix: int = 64,
                    algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
                    cache=None, bounds: bool = True, recheck: bool = True,
+                   libra_equal_split: bool = False,
                    progress: Callable[[str], None] | None = None) -> DesignResult:
     """Every family's design for ``job`` (see the module docstring for the three
-    questions); with ``recheck`` the winner is simulated again at flow level.
+    questions); with ``recheck`` the winner is simulated again at flow level; with
+    ``libra_equal_split`` every ``libra`` design is compared with the same budget split
+    equally between its scale-out dimensions (LIBRA's baseline), both by the engine.
 
     Raises
     ------
@@ -654,9 +657,13 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                                                 algorithms, cost_model, cache, bounds))
                 continue
             d, topo = _libra_design(box, job, budget, p, radix)
-            designs.append(d if topo is None else evaluate_design(
-                d, topo, job, algorithms=algorithms, cost_model=cost_model, cache=cache,
-                bounds=bounds))
+            if topo is not None:
+                d = evaluate_design(d, topo, job, algorithms=algorithms,
+                                    cost_model=cost_model, cache=cache, bounds=bounds)
+                if libra_equal_split:
+                    d.extra["libra"]["equal_split"] = _libra_equal_split(
+                        d, box, job, budget, p, radix, algorithms, cost_model, cache)
+            designs.append(d)
             continue
         if mode == "time-target":
             designs.append(_to_target(fam, box, o, bill, job, time_target, radix,
@@ -721,6 +728,20 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> N
     d.recheck = {"backend": "flow", "iteration_s": r.iteration_s,
                  "exposed_comm_s": r.exposed_comm_s,
                  "difference": r.iteration_s / d.iteration_s - 1}
+
+
+def _libra_equal_split(d: Design, box: Box, job: DesignJob, budget: float,
+                       prices: PriceTable, radix: int, algorithms, cost_model, cache) -> dict:
+    """The same budget with the scale-out bandwidth split equally between the dimensions,
+    evaluated by the engine like the allocation."""
+    k = len(d.extra["libra"]["scaleout_gbps"])
+    r = rate_for_budget(lambda x: _libra_bill(box, job.gpus, [x] * k, prices,
+                                              radix).cost_usd, budget)
+    topo = libra_topology(box, job.gpus, [r] * k, radix=radix)
+    e = evaluate_design(replace(d, extra={}), topo, job, algorithms=algorithms,
+                        cost_model=cost_model, cache=cache, bounds=False)
+    return {"scaleout_gbps": [r / _GBPS] * k, "iteration_s": e.iteration_s,
+            "parallel": e.parallel}
 
 
 def _libra_to_target(box, job, target, prices, radix, algorithms, cost_model, cache,

@@ -56,7 +56,8 @@ def run_design_study(jobs: Sequence[tuple[str, str, str, int]] = STUDY_JOBS,
                 if progress is not None:
                     progress(f"{name} on {n}: {s}")
 
-            eq = design_fabrics(job, boxes=(box,), families=FAMILIES, progress=step)
+            eq = design_fabrics(job, boxes=(box,), families=FAMILIES, libra_equal_split=True,
+                                progress=step)
             rec = {"job": name, "model": model, "box": box, "gpus": n,
                    "global_batch": job.global_batch, "equal_cost": eq.to_dict()}
             if n == target_gpus:
