@@ -23,7 +23,7 @@ from .app import (
     time_opt,
 )
 
-__all__ = ["design", "parse_dollars"]
+__all__ = ["design", "parse_dollars", "design_question", "print_design"]
 
 _SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9}
 
