@@ -216,3 +216,14 @@ def test_libra_is_compared_with_the_equal_split_of_the_same_budget():
     from topocoll.fabric.design import _libra_bill
     assert _libra_bill(H100, 512, [a * G, b * G], PriceTable(), 64).cost_usd == \
         pytest.approx(2e6, rel=1e-9)
+
+
+def test_packet_recheck_of_a_small_winner():
+    tiny = parse_model("transformer:hidden=512,ffn=2048,heads=8,layers=2,seq=512,vocab=8000")
+    job = DesignJob(tiny, 16, find_device("h100"), 16)
+    res = design_fabrics(job, families=("rail",), bounds=False, packet_recheck=True)
+    rc = res.winner.recheck
+    assert rc["backend"] == "flow" and "packet" in rc
+    assert rc["packet"]["iteration_s"] > 0
+    # the same parallelism at packet level is within a few percent of the model here
+    assert abs(rc["packet"]["difference"]) < 0.05

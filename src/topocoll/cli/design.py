@@ -98,6 +98,9 @@ def design(
         = False,
     no_recheck: Annotated[bool, typer.Option(
         "--no-recheck", help="Do not re-simulate the winner at flow level.")] = False,
+    packet: Annotated[bool, typer.Option(
+        "--packet", help="Also re-check the winner at packet level (jobs of up to 64 GPUs; "
+                         "minutes).")] = False,
     report: Annotated[str | None, typer.Option(
         help="Also write an HTML report: iteration time against cost per family at 1/4, "
              "1/2, 1, 2 and 4 times the budget (five more designs per family), the Pareto "
@@ -131,6 +134,9 @@ def design(
         if f not in FAMILIES:
             raise InputError(f"unknown fabric family {f!r}; known: {', '.join(FAMILIES)}",
                              item=f)
+    if packet and gpus > 64:
+        raise InputError(f"--packet re-checks jobs of up to 64 GPUs, --gpus is {gpus}",
+                         item="--packet")
     if gpus < 2:
         raise InputError(f"--gpus must be at least 2, got {gpus}", item="--gpus")
     layered = model.strip().lower() in LAYERED
@@ -168,7 +174,7 @@ def design(
                                                                   "--time-target"),
             prices=table, radix=radix, algorithms=cands, cost_model=cm,
             cache=schedule_cache(no_cache), bounds=not no_bounds,
-            recheck=not no_recheck and backend != "flow",
+            recheck=not no_recheck and backend != "flow", packet_recheck=packet,
             progress=lambda s: bar.update(bar.task_ids[0], description=f"designing: {s}"))
     if res.mode == "budget" and not any(d.feasible for d in res.designs) and all(
             d.iteration_s is None for d in res.designs):
@@ -247,7 +253,10 @@ def print_design(res, title: str) -> None:
         if win.recheck:
             rc = win.recheck
             out.print(f"re-checked at flow level: {rc['iteration_s']:.4g} s per iteration "
-                      f"({100 * rc['difference']:+.2f}%)", highlight=False)
+                      f"({100 * rc['difference']:+.2f}%)" + (
+                          f"; at packet level {rc['packet']['iteration_s']:.4g} s "
+                          f"({100 * rc['packet']['difference']:+.2f}%)"
+                          if "packet" in rc else ""), highlight=False)
         others = [f"{d.family} ({d.box}" + ("" if d.oversubscription == 1 else
                                              f", oversub {d.oversubscription:g}") + ")"
                   for d in res.ties if d is not win]

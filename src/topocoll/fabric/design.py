@@ -44,6 +44,7 @@ from .prices import PriceTable
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
+           "PACKET_RECHECK_GPUS",
            "evaluate_design", "design_fabrics"]
 
 _GBPS = 1e9 / 8
@@ -602,7 +603,7 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                    prices: PriceTable | None = None, radix: int = 64,
                    algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
                    cache=None, bounds: bool = True, recheck: bool = True,
-                   libra_equal_split: bool = False,
+                   libra_equal_split: bool = False, packet_recheck: bool = False,
                    progress: Callable[[str], None] | None = None) -> DesignResult:
     """Every family's design for ``job`` (see the module docstring for the three
     questions); with ``recheck`` the winner is simulated again at flow level; with
@@ -682,9 +683,14 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                                        cost_model=cost_model, cache=cache, bounds=bounds))
     res = DesignResult(mode, budget, time_target, reference, tuple(designs))
     if recheck and res.winner is not None:
-        _recheck(res.winner, job, boxes=bxs, radix=radix, algorithms=algorithms, cache=cache)
+        _recheck(res.winner, job, boxes=bxs, radix=radix, algorithms=algorithms, cache=cache,
+                 packet=packet_recheck)
     return res
 
+
+#: The largest job whose winner is re-checked at packet level on request (``packet``):
+#: 32 GPUs of a small transformer take about two minutes on one core.
+PACKET_RECHECK_GPUS = 64
 
 #: Budgets of ``design_curve`` as multiples of the answer's budget.
 CURVE_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -699,10 +705,13 @@ def design_curve(job: DesignJob, budget: float, *, multiples: Sequence[float] =
     return [design_fabrics(job, budget=budget * m, **kw) for m in multiples]
 
 
-def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> None:
+def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache,
+             packet: bool = False) -> None:
     """The winner's parallelism re-simulated at flow level (max-min fair flows, steps
-    relaxed: :class:`~topocoll.sim.FlowSim`) on the same fabric; ``d.recheck`` says by
-    how much the iteration moves."""
+    relaxed: :class:`~topocoll.sim.FlowSim`) on the same fabric, and with ``packet`` at
+    packet level (:class:`~topocoll.sim.PacketSim`) for jobs of at most
+    :data:`PACKET_RECHECK_GPUS` GPUs;
+    ``d.recheck`` says by how much the iteration moves."""
     from ..sim.backends import cost_model
     from ..workload import parse_parallel, simulate_iteration
 
@@ -715,19 +724,26 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache) -> N
                                oversubscription=d.oversubscription, radix=radix)
     from ..workload import LayeredModel, simulate_dp_iteration
 
-    if isinstance(job.model, LayeredModel):
-        r = simulate_dp_iteration(job.model, topo, job.device,
-                                  batch_per_rank=_batch_per_rank(job), ranks=job.gpus,
-                                  cost_model=cost_model("flow"), algorithms=algorithms,
-                                  cache=cache)
-    else:
+    def run(backend: str):
+        if isinstance(job.model, LayeredModel):
+            return simulate_dp_iteration(job.model, topo, job.device,
+                                         batch_per_rank=_batch_per_rank(job), ranks=job.gpus,
+                                         cost_model=cost_model(backend),
+                                         algorithms=algorithms, cache=cache)
         par = parse_parallel(d.parallel, world=job.gpus)
-        r = simulate_iteration(job.model, par, topo, job.device,
-                               cost_model=cost_model("flow"), algorithms=algorithms,
-                               cache=cache, check_memory=False)
+        return simulate_iteration(job.model, par, topo, job.device,
+                                  cost_model=cost_model(backend), algorithms=algorithms,
+                                  cache=cache, check_memory=False)
+
+    r = run("flow")
     d.recheck = {"backend": "flow", "iteration_s": r.iteration_s,
                  "exposed_comm_s": r.exposed_comm_s,
                  "difference": r.iteration_s / d.iteration_s - 1}
+    if packet and job.gpus <= PACKET_RECHECK_GPUS:
+        p = run("packet")
+        d.recheck["packet"] = {"iteration_s": p.iteration_s,
+                               "exposed_comm_s": p.exposed_comm_s,
+                               "difference": p.iteration_s / d.iteration_s - 1}
 
 
 def _libra_equal_split(d: Design, box: Box, job: DesignJob, budget: float,

@@ -81,9 +81,9 @@ def _row(d: dict) -> str:
 
 
 def write_design_study(out: Path, res: dict) -> list[Path]:
-    """``design.json``, ``design_equal_cost.png`` and the tables of the study page
-    (``design_tables.md``, included by ``docs/studies/design.md``)."""
-    paths = [write_json(out / "design.json", res)]
+    """``design-results.json``, ``design-equal-cost.png`` and the tables of the study
+    (``design-results.md``, which ``docs/studies/design.md`` discusses)."""
+    paths = [write_json(out / "design-results.json", res)]
     lines = []
     for rec in res["jobs"]:
         eq = rec["equal_cost"]
@@ -98,6 +98,15 @@ def write_design_study(out: Path, res: dict) -> list[Path]:
                   "|---|--:|--:|--:|--:|--:|---|"]
         lines += [_row(d) for d in eq["designs"]]
         lines.append("")
+        lib = next((d for d in eq["designs"] if d["family"] == "libra"
+                    and d.get("libra", {}).get("equal_split")), None)
+        if lib is not None:
+            li, es = lib["libra"], lib["libra"]["equal_split"]
+            lines += [f"LIBRA's allocation over the pod and cross-pod dimensions "
+                      f"{' / '.join(f'{g:,.0f}' for g in li['scaleout_gbps'])} Gb/s per GPU: "
+                      f"{lib['iteration_s']:.4g} s; the same budget split equally "
+                      f"({es['scaleout_gbps'][0]:,.0f} Gb/s each): {es['iteration_s']:.4g} s "
+                      f"({es['iteration_s'] / lib['iteration_s']:.3f}x).", ""]
         if "same_time" in rec:
             st = rec["same_time"]
             lines += [f"Least cost for the reference's iteration time within 1% "
@@ -106,8 +115,9 @@ def write_design_study(out: Path, res: dict) -> list[Path]:
                       "parallelism |", "|---|--:|--:|--:|--:|--:|---|"]
             lines += [_row(d) for d in st["designs"]]
             lines.append("")
-    tables = out / "design_tables.md"
-    tables.write_text("\n".join(lines))
+    tables = out / "design-results.md"
+    tables.write_text("# Which fabric to build: the tables (`topocoll study design`)\n\n"
+                      + "\n".join(lines))
     paths.append(tables)
     plt = headless_pyplot()
     if plt is not None:
@@ -124,5 +134,5 @@ def write_design_study(out: Path, res: dict) -> list[Path]:
             ax.tick_params(axis="y", labelsize=7)
         (list(axes) if len(recs) > 1 else [axes])[0].set_ylabel(
             "speedup over rail at equal cost", fontsize=7)
-        paths.append(save_figure(fig, out / "design_equal_cost.png"))
+        paths.append(save_figure(fig, out / "design-equal-cost.png"))
     return paths
