@@ -227,3 +227,16 @@ def test_packet_recheck_of_a_small_winner():
     assert rc["packet"]["iteration_s"] > 0
     # the same parallelism at packet level is within a few percent of the model here
     assert abs(rc["packet"]["difference"]) < 0.05
+
+
+def test_topoopt_alternates_strategy_and_topology():
+    job = DesignJob(parse_model("llama3-70b"), 128, find_device("h100"), 128)
+    (d,) = design_fabrics(job, families=("topoopt",), budget=6e5, bounds=False,
+                          recheck=False).designs
+    rounds = d.extra["topoopt"]["rounds"]
+    assert rounds[0]["block"] == 16                       # first: rings over every box
+    from topocoll.workload import parse_parallel
+    pp = parse_parallel(rounds[0]["parallel"], world=128).pp
+    assert pp > 1 and rounds[1]["block"] == 16 // pp      # then: rings per stage
+    assert d.iteration_s == min(r["iteration_s"] for r in rounds)
+    assert f"block={d.extra['topoopt']['block']}" in d.topology

@@ -96,3 +96,23 @@ def test_spec_names_rebuild_the_design():
         parse_spec("dgx-h100:4,scaleout=rail,spines=2")
     with pytest.raises(TopologyError, match="scaleout"):
         parse_spec("dgx-h100:4,nic_bw=100Gbps")
+
+
+def test_direct_blocks_ring_each_group_and_join_the_stages_box_to_box():
+    t = cluster("dgx-h100", 12, "direct", nic_bandwidth=50e9, block=4)
+    n = t.num_ranks
+    inside = across = 0
+    for lk in t.links:
+        if lk.src < n and lk.dst < n and lk.src // 8 != lk.dst // 8:
+            a, b = lk.src // 8, lk.dst // 8
+            if a // 4 == b // 4:
+                inside += 1
+            else:
+                across += 1
+                assert b % 4 == a % 4          # box i of one stage to box i of the next
+    # three port pairs ring inside each block of 4, the last pair joins the blocks
+    assert inside == 6 * 12 and across == 2 * 12
+    assert t.meta["scaleout"]["block"] == 4 and parse_spec(t.name).fingerprint() == \
+        t.fingerprint()
+    with pytest.raises(TopologyError, match="divide"):
+        cluster("dgx-h100", 12, "direct", block=5)

@@ -44,7 +44,7 @@ from .prices import PriceTable
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
-           "PACKET_RECHECK_GPUS",
+           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS",
            "evaluate_design", "design_fabrics"]
 
 _GBPS = 1e9 / 8
@@ -261,14 +261,16 @@ def _torus_cables(shape: Sequence[int]) -> tuple[int, int]:
 
 
 def family_topology(family: str, box: Box, gpus: int, rate: float, *,
-                    oversubscription: float = 1.0, radix: int = 64) -> Topology:
+                    oversubscription: float = 1.0, radix: int = 64,
+                    block: int | None = None) -> Topology:
     """The routed fabric of ``family`` for ``gpus`` GPUs of ``box`` at ``rate`` bytes/s
-    per port."""
+    per port (``block``: ``topoopt``'s boxes per data-parallel group)."""
     if family in _CLOS:
         return cluster(box.name, _boxes(box, gpus), _CLOS[family], nic_bandwidth=rate,
                        oversubscription=oversubscription, radix=radix)
     if family == "topoopt":
-        return cluster(box.name, _boxes(box, gpus), "direct", nic_bandwidth=rate)
+        return cluster(box.name, _boxes(box, gpus), "direct", nic_bandwidth=rate,
+                       block=block)
     if family == "libra":
         raise InputError("a libra design's bandwidths come from its allocation "
                          "(libra_topology)", item=family)
@@ -577,6 +579,54 @@ def _evaluate_layered(design: Design, topology: Topology, job: DesignJob, *, alg
                    configurations=1, bound=bound)
 
 
+#: Rounds of TopoOpt's alternation (strategy for the topology, topology for the strategy).
+TOPOOPT_ROUNDS = 3
+
+
+def _stage_block(job: DesignJob, box: Box, parallel: str) -> int:
+    """The boxes of one pipeline stage's data-parallel group under ``parallel`` (ranks in
+    tp-dp-pp order: a stage is ``boxes / pp`` consecutive boxes)."""
+    from ..workload import LayeredModel, parse_parallel
+
+    boxes = _boxes(box, job.gpus)
+    if isinstance(job.model, LayeredModel):
+        return boxes
+    pp = parse_parallel(parallel, world=job.gpus).pp
+    return boxes // pp if pp > 1 and boxes % pp == 0 and boxes // pp >= 1 else boxes
+
+
+def _evaluate_topoopt(d: Design, job: DesignJob, box: Box, *, algorithms, cost_model, cache,
+                      bounds: bool) -> tuple[Design, Topology]:
+    """TopoOpt's alternation: the best parallelism for the direct connect (rings over all
+    boxes), then the direct connect for that parallelism (rings inside each stage's
+    data-parallel group, the stages joined box to box), again until the groups repeat
+    (at most :data:`TOPOOPT_ROUNDS`); the best pair is kept, as TopoOpt keeps it."""
+    boxes = _boxes(box, job.gpus)
+    block = boxes
+    rounds: list[dict] = []
+    best: tuple[Design, Topology] | None = None
+    for _ in range(TOPOOPT_ROUNDS):
+        topo = family_topology("topoopt", box, job.gpus, d.rate_Bps, block=block)
+        e = evaluate_design(replace(d, topology=topo.name), topo, job, algorithms=algorithms,
+                            cost_model=cost_model, cache=cache, bounds=False)
+        if not e.feasible:
+            return e, topo
+        rounds.append({"block": block, "iteration_s": e.iteration_s, "parallel": e.parallel})
+        if best is None or e.iteration_s < best[0].iteration_s:
+            best = (e, topo)
+        nxt = _stage_block(job, box, e.parallel)
+        if any(r["block"] == nxt for r in rounds):
+            break
+        block = nxt
+    e, topo = best
+    if bounds:
+        e = evaluate_design(e, topo, job, algorithms=algorithms, cost_model=cost_model,
+                            cache=cache, bounds=True)
+    e.extra = {**e.extra, "topoopt": {"rounds": rounds,
+                                      "block": topo.meta["scaleout"]["block"]}}
+    return e, topo
+
+
 def _candidates(families: Sequence[str], boxes: Sequence[Box],
                 oversubscriptions: Sequence[float]) -> list[tuple[str, Box, float]]:
     out = []
@@ -677,6 +727,12 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                                   f"the budget is below the parts that do not scale with "
                                   f"the line rate ({b0.cost_usd:,.0f} USD)"))
             continue
+        if fam == "topoopt":
+            d = Design(fam, box.name, o, rate, "", bill(rate), True)
+            designs.append(_evaluate_topoopt(d, job, box, algorithms=algorithms,
+                                             cost_model=cost_model, cache=cache,
+                                             bounds=bounds)[0])
+            continue
         topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
         d = Design(fam, box.name, o, rate, topo.name, bill(rate), True)
         designs.append(evaluate_design(d, topo, job, algorithms=algorithms,
@@ -721,7 +777,8 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache,
                                               d.extra["libra"]["scaleout_gbps"]], radix=radix)
     else:
         topo = family_topology(d.family, box, job.gpus, d.rate_Bps,
-                               oversubscription=d.oversubscription, radix=radix)
+                               oversubscription=d.oversubscription, radix=radix,
+                               block=d.extra.get("topoopt", {}).get("block"))
     from ..workload import LayeredModel, simulate_dp_iteration
 
     def run(backend: str):
@@ -790,16 +847,23 @@ def _to_target(fam, box, o, bill, job, target, radix, algorithms, cost_model, ca
     last = None
     for gbps in PRODUCT_GBPS:
         rate = gbps * _GBPS
-        topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
-        d = evaluate_design(Design(fam, box.name, o, rate, topo.name, bill(rate), True),
-                            topo, job, algorithms=algorithms, cost_model=cost_model,
-                            cache=cache, bounds=False)
+        if fam == "topoopt":
+            d, topo = _evaluate_topoopt(Design(fam, box.name, o, rate, "", bill(rate), True),
+                                        job, box, algorithms=algorithms,
+                                        cost_model=cost_model, cache=cache, bounds=False)
+        else:
+            topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
+            d = evaluate_design(Design(fam, box.name, o, rate, topo.name, bill(rate), True),
+                                topo, job, algorithms=algorithms, cost_model=cost_model,
+                                cache=cache, bounds=False)
         if not d.feasible:
             return d
         if d.iteration_s <= target:
             if bounds:
+                extra = d.extra
                 d = evaluate_design(d, topo, job, algorithms=algorithms,
                                     cost_model=cost_model, cache=cache, bounds=True)
+                d.extra = extra
             return d
         last = d
     return replace(last, feasible=False,

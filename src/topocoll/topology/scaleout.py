@@ -192,6 +192,40 @@ def cluster_plans(gpus: int, boxes: int, scaleout: str, *, radix: int = 64,
                       oversubscription=oversubscription) for k in range(gpus)]
 
 
+def _direct_ports(boxes: int, ports: int, block: int) -> list[tuple[int, bool]]:
+    """(jump, inside its block) of each port. One block (``block == boxes``): the
+    TotientPerms jumps of all boxes (:func:`_direct_jumps`). Blocks of ``block``
+    consecutive boxes (TopoOpt's rings per all-reduce group, the data-parallel group of a
+    pipeline stage): the last pair of ports joins the blocks (jump ``block``, box ``i`` of
+    one block to box ``i`` of the next: the pipeline's neighbours), the others are
+    TotientPerms rings inside each block, repeated when the block has fewer rings than
+    port pairs."""
+    if block == boxes:
+        jumps = _direct_jumps(boxes, ports)
+        out = []
+        for k in range(ports):
+            j = jumps[k // 2] if k // 2 < len(jumps) else 1
+            sign = 1 if k % 2 == 0 or k // 2 >= len(jumps) else -1
+            out.append((sign * j, False))
+        return out
+    from .totient import totient_jumps
+
+    pairs = ports // 2
+    inner: list[int] = []
+    if block >= 2 and pairs >= 2:
+        cands = sum(1 for k in range(1, block // 2 + 1) if math.gcd(k, block) == 1)
+        inner = totient_jumps(block, block, max(1, min(pairs - 1, cands)))
+    out = []
+    for k in range(ports):
+        pair = k // 2
+        sign = 1 if k % 2 == 0 else -1
+        if inner and pair < pairs - 1:
+            out.append((sign * inner[pair % len(inner)], True))
+        else:
+            out.append((sign * block, False))
+    return out
+
+
 def _direct_jumps(boxes: int, ports: int) -> list[int]:
     """One TotientPerms jump per pair of ports (``+j`` and ``-j``), an odd port left over
     taking jump 1 one way."""
@@ -204,7 +238,7 @@ def _direct_jumps(boxes: int, ports: int) -> list[int]:
 
 @units_in
 def cluster(box: str, boxes: int, scaleout: str = "rail", *, nic_bandwidth: float | None = None,
-            oversubscription: float = 1.0, radix: int = 64,
+            oversubscription: float = 1.0, radix: int = 64, block: int | None = None,
             nvlink_latency: float = DEFAULT_LATENCY, nic_latency: float = DEFAULT_LATENCY,
             switch_latency: float = 0.0, name: str | None = None) -> Topology:
     """Return ``boxes`` of the real box ``box`` (:data:`~.boxes.BOXES`) joined by the
@@ -219,6 +253,9 @@ def cluster(box: str, boxes: int, scaleout: str = "rail", *, nic_bandwidth: floa
         A leaf's endpoint ports over its uplinks (``fat-tree``, ``rail``, ``rail-only``).
     radix : int
         Ports per switch.
+    block : int, optional
+        ``direct`` only: the boxes of one data-parallel group (consecutive), which get
+        their own rings (see :func:`_direct_ports`); default every box in one group.
 
     Returns
     -------
@@ -256,13 +293,21 @@ def cluster(box: str, boxes: int, scaleout: str = "rail", *, nic_bandwidth: floa
         if nb < 3:
             raise TopologyError("direct connect needs at least 3 boxes",
                                 item="field 'boxes'")
-        jumps = _direct_jumps(nb, g)
-        for k in range(g):
-            j = jumps[k // 2] if k // 2 < len(jumps) else 1
-            sign = 1 if k % 2 == 0 or k // 2 >= len(jumps) else -1
+        blk = nb if block is None else check_count(block, "block", minimum=1)
+        if nb % blk:
+            raise TopologyError(f"block {blk} does not divide {nb} boxes",
+                                item="field 'block'")
+        for k, (j, within) in enumerate(_direct_ports(nb, g, blk)):
             for bx in range(nb):
-                links.append(Link(bx * g + k, ((bx + sign * j) % nb) * g + k, nic, nic_lat))
-        extra["jumps"] = jumps
+                if within:
+                    start = bx - bx % blk
+                    to = start + (bx - start + j) % blk
+                else:
+                    to = (bx + j) % nb
+                links.append(Link(bx * g + k, to * g + k, nic, nic_lat))
+        extra["jumps"] = _direct_jumps(nb, g) if blk == nb else [
+            j for j, _ in _direct_ports(nb, g, blk)[::2]]
+        extra["block"] = blk
     else:
         for plan in plans:
             leaf0 = nxt
@@ -288,7 +333,8 @@ def cluster(box: str, boxes: int, scaleout: str = "rail", *, nic_bandwidth: floa
     num_switches = nxt - n
     label = name or (f"{b.name}:{nb},scaleout={scaleout},nic_bw={fmt_num(nic * 8 / 1e9)}Gbps"
                      + ("" if oversubscription == 1 else f",oversub={fmt_num(oversubscription)}")
-                     + ("" if radix == 64 else f",radix={radix}"))
+                     + ("" if radix == 64 else f",radix={radix}")
+                     + ("" if block in (None, nb) else f",block={block}"))
     return Topology(label, n, num_switches, tuple(links),
                     node_latency=switch_latencies(n, num_switches, switch_latency),
                     meta={"groups": [list(range(x * g, (x + 1) * g)) for x in range(nb)],

@@ -260,17 +260,17 @@ def _box_gen(box: str) -> _Gen:
     return _Gen(lambda o: _box(box, o),
                 f"{box}:BOXES[,fabric=rail|switch][,spines=S][,transport=ib|roce] or "
                 f"{box}:BOXES,scaleout=fat-tree|rail|rail-only|direct[,nic_bw=B][,oversub=R]"
-                f"[,radix=K]", ("boxes",),
+                f"[,radix=K][,block=B]", ("boxes",),
                 {**_DGX_OPTS, "transport": _choice(*NIC_TRANSPORTS),
                  "scaleout": _choice(*SCALEOUTS), "nic_bw": _rate, "oversub": _float,
-                 "radix": _int}, ("lat", "routing"))
+                 "radix": _int, "block": _int}, ("lat", "routing"))
 
 
 def _box(box: str, o) -> Topology:
     """A box cluster: the preset's rail fabric, or a :func:`~.scaleout.cluster` when
     ``scaleout`` is given (the names ``topocoll design`` gives its designs)."""
     if "scaleout" not in o:
-        for key in ("nic_bw", "oversub", "radix"):
+        for key in ("nic_bw", "oversub", "radix", "block"):
             if key in o:
                 raise TopologyError(f"{key} goes with scaleout=...", item=f"field '{key}'")
         return box_cluster(box, _need(o, "boxes"), transport=o.get("transport"),
@@ -280,6 +280,7 @@ def _box(box: str, o) -> Topology:
             raise TopologyError(f"{key} does not go with scaleout=...", item=f"field '{key}'")
     return cluster(box, _need(o, "boxes"), o["scaleout"], nic_bandwidth=o.get("nic_bw"),
                    oversubscription=o.get("oversub", 1.0), radix=o.get("radix", 64),
+                   block=o.get("block"),
                    nvlink_latency=o.get("nvlink_lat", _lat(o)),
                    nic_latency=o.get("nic_lat", _lat(o)),
                    switch_latency=o.get("switch_lat", 0.0))
