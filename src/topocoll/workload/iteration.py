@@ -174,7 +174,7 @@ class CollectiveCoster:
                 if sub is None:
                     c = choose(coll, self.topology, size, model=self.model,
                                candidates=cands, cache=self.cache, keep=1, bound=self.bounds,
-                               stop_at_bound=True)
+                               stop_at_bound=self._stop(cands))
                 else:
                     lroot = None if root is None else ranks.index(root)
                     skey = (kind, sub.topology.fingerprint(), float(size), lroot,
@@ -183,7 +183,8 @@ class CollectiveCoster:
                         local = make_collective(kind, tuple(range(len(ranks))), 1, lroot)
                         self._sub_choice[skey] = choose(
                             local, sub.topology, size, model=self.model, candidates=cands,
-                            cache=self.cache, keep=1, bound=self.bounds, stop_at_bound=True)
+                            cache=self.cache, keep=1, bound=self.bounds,
+                            stop_at_bound=self._stop(cands))
                     c = self._sub_choice[skey]
                 if key not in self._times or c.best.time < self._times[key]:
                     self._times[key] = c.best.time
@@ -197,6 +198,13 @@ class CollectiveCoster:
                                           "bound_s": c.bound.time if c.bound else None,
                                           "bound_fraction": c.bound_fraction}
         return self._times[key]
+
+    def _stop(self, cands: Sequence[str] | None) -> bool:
+        """Stop at the first schedule within reach of the bound when the candidates are
+        every algorithm (the portfolio's exact optima are what stopping early saves);
+        a short list named by the caller is tried whole: without a proof to report, the
+        bound it would stop at costs more than the few candidates on a large sub-fabric."""
+        return cands is None or self.bounds
 
     def _nccl(self, label: str, key: tuple, names: Sequence[str]) -> None:
         """Cost ``key``'s collective with the NCCL model (:mod:`topocoll.selection.nccl`):
