@@ -240,3 +240,29 @@ def test_topoopt_alternates_strategy_and_topology():
     assert pp > 1 and rounds[1]["block"] == 16 // pp      # then: rings per stage
     assert d.iteration_s == min(r["iteration_s"] for r in rounds)
     assert f"block={d.extra['topoopt']['block']}" in d.topology
+
+
+def test_budget_sensitivity_re_solves_both_designs(job):
+    from topocoll.fabric.design import budget_sensitivity, scaled_prices
+
+    p = PriceTable()
+    assert scaled_prices(p, "switch_port", 2.0).price("switch_port", 400 * G) == 1400
+    assert scaled_prices(p, "fiber", 0.5).fiber == 5.0
+    res = design_fabrics(job, families=("rail", "topoopt"), budget=4e5, bounds=False,
+                         recheck=False)
+    sens = budget_sensitivity(res, job, factors=(2.0,))
+    w = res.winner
+    used = {part for part, *_ in w.bill.lines}
+    assert {x["part"] for x in sens} >= used
+    for x in sens:
+        assert x["winner"] == w.family and x["runner_up"] != w.family
+        if x["winner_s"] is not None and x["runner_up_s"] is not None:
+            assert x["flips"] == (x["runner_up_s"] < x["winner_s"] * (1 - res.TIE))
+    # a dearer part that only the switched design buys cannot make it faster at the budget
+    rail = next(d for d in res.designs if d.family == "rail")
+    sw = next(x for x in sens if x["part"] == "switch_port")
+    rail_s = sw["winner_s"] if w.family == "rail" else sw["runner_up_s"]
+    assert rail_s is None or rail_s >= rail.iteration_s * (1 - 1e-9)
+    with pytest.raises(InputError):
+        budget_sensitivity(design_fabrics(job, families=("rail",), time_target=1e9,
+                                          bounds=False, recheck=False), job)

@@ -101,6 +101,11 @@ def design(
     packet: Annotated[bool, typer.Option(
         "--packet", help="Also re-check the winner at packet level (jobs of up to 64 GPUs; "
                          "minutes).")] = False,
+    sensitivity: Annotated[bool, typer.Option(
+        "--sensitivity", help="At a budget: each price the winner and the runner-up buy, "
+                              "halved and doubled, both designs solved and evaluated "
+                              "again; which changes flip the answer (a time target's "
+                              "answer always lists them).")] = False,
     report: Annotated[str | None, typer.Option(
         help="Also write an HTML report: iteration time against cost per family at 1/4, "
              "1/2, 1, 2 and 4 times the budget (five more designs per family), the Pareto "
@@ -182,9 +187,18 @@ def design(
         raise InputError(f"--budget ${res.budget_usd:,.0f} buys no design: the cheapest "
                          f"({least.family}) costs ${least.bill.cost_usd:,.0f} before any "
                          f"line rate", item="--budget")
+    sens = None
+    if sensitivity and res.mode != "time-target":
+        from ..fabric.design import budget_sensitivity
+
+        with busy("price sensitivity", as_json):
+            sens = budget_sensitivity(res, job, prices=table, radix=radix, algorithms=cands,
+                                      cost_model=cm, cache=schedule_cache(no_cache))
     rec = {"model": mdl.name, "gpus": gpus, "device": dev.name, "global_batch": gb,
            "backend": backend, "algorithms": cands, "radix": radix,
            "prices": prices or "packaged prices.yaml", **res.to_dict()}
+    if sens is not None:
+        rec["sensitivity"] = sens
     if report_path is not None:
         from ..fabric.design import design_curve
         from ..sweep import write_design_report
@@ -205,6 +219,12 @@ def design(
         print_json(rec)
         return
     print_design(res, f"{mdl.name} on {gpus} x {dev.name}, global batch {gb}")
+    if sens:
+        flips = [x for x in sens if x["flips"]]
+        out.print(f"price sensitivity ({sens[0]['winner']} against {sens[0]['runner_up']}, "
+                  f"each part x0.5 and x2): " + ("; ".join(
+                      f"{x['part']} x{x['factor']:g} -> {x['runner_up']}" for x in flips)
+                      if flips else "no single change flips the answer"), highlight=False)
     if report_path is not None:
         out.print(f"report written to {report_path}", highlight=False)
 

@@ -44,7 +44,8 @@ from .prices import PriceTable
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
-           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS",
+           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "budget_sensitivity", "scaled_prices",
+           "SENSITIVITY_FACTORS",
            "evaluate_design", "design_fabrics"]
 
 _GBPS = 1e9 / 8
@@ -200,7 +201,8 @@ class DesignResult:
 
     def to_dict(self) -> dict:
         w = self.winner
-        return {"mode": self.mode, "sensitivity": self.sensitivity(), "budget_usd": self.budget_usd,
+        return {"mode": self.mode, "sensitivity": self.sensitivity(),
+                "budget_usd": self.budget_usd,
                 "time_target_s": self.time_target_s, "reference": self.reference,
                 "winner": None if w is None else {"family": w.family, "box": w.box,
                                                   "oversubscription": w.oversubscription},
@@ -742,6 +744,66 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
         _recheck(res.winner, job, boxes=bxs, radix=radix, algorithms=algorithms, cache=cache,
                  packet=packet_recheck)
     return res
+
+
+#: Factors on one part's price that ``budget_sensitivity`` tries.
+SENSITIVITY_FACTORS = (0.5, 2.0)
+
+
+def scaled_prices(prices: PriceTable, part: str, factor: float) -> PriceTable:
+    """``prices`` with ``part``'s dollars multiplied by ``factor``."""
+    from .prices import PARTS
+
+    if part not in PARTS:
+        raise InputError(f"unknown part {part!r}; known: {', '.join(PARTS)}", item=part)
+    v = getattr(prices, part)
+    new = {s: x * factor for s, x in v.items()} if hasattr(v, "items") else v * factor
+    return replace(prices, **{part: new})
+
+
+def budget_sensitivity(result: DesignResult, job: DesignJob, *,
+                       prices: PriceTable | None = None,
+                       factors: Sequence[float] = SENSITIVITY_FACTORS, radix: int = 64,
+                       algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
+                       cache=None) -> list[dict]:
+    """Which price changes flip the answer at a budget: for every part that the winner or
+    the runner-up (the fastest design of another family) buys, its price times each of
+    ``factors``, both designs solved again at the same budget (their line rates move) and
+    evaluated again; a flip is the runner-up faster by more than the tie margin. Each
+    point is two design evaluations (bounds and re-checks off)."""
+    if result.mode == "time-target":
+        raise InputError("a time target's sensitivity is exact without re-evaluation "
+                         "(DesignResult.sensitivity)", item="--sensitivity")
+    w = result.winner
+    if w is None:
+        return []
+    others = sorted((d for d in result.designs if d.feasible and d.iteration_s is not None
+                     and d.family != w.family), key=lambda d: (d.iteration_s, d.family))
+    if not others:
+        return []
+    r = others[0]
+    p = prices or PriceTable()
+    boxes = [find_box(w.box)] + ([find_box(r.box)] if r.box != w.box else [])
+    out = []
+    for part in sorted(set(_spend(w.bill)) | set(_spend(r.bill))):
+        for f in factors:
+            res = design_fabrics(job, boxes=boxes, families=(w.family, r.family),
+                                 oversubscriptions=sorted({w.oversubscription,
+                                                           r.oversubscription}),
+                                 budget=result.budget_usd, prices=scaled_prices(p, part, f),
+                                 radix=radix, algorithms=algorithms, cost_model=cost_model,
+                                 cache=cache, bounds=False, recheck=False)
+
+            def pick(d0, res=res):
+                return next((d for d in res.designs if (d.family, d.box, d.oversubscription)
+                             == (d0.family, d0.box, d0.oversubscription)), None)
+            a, b = pick(w), pick(r)
+            ta = a.iteration_s if a is not None and a.feasible else None
+            tb = b.iteration_s if b is not None and b.feasible else None
+            flips = tb is not None and (ta is None or tb < ta * (1 - result.TIE))
+            out.append({"part": part, "factor": f, "winner": w.family, "runner_up": r.family,
+                        "winner_s": ta, "runner_up_s": tb, "flips": flips})
+    return out
 
 
 #: The largest job whose winner is re-checked at packet level on request (``packet``):
