@@ -74,7 +74,10 @@ def test_merged_spine_carries_the_leaf_uplinks():
     assert (plan.down, plan.up) == (down, up) == (48, 16)
     spine = t.num_nodes - 1
     ups = [lk.bandwidth for lk in t.links if lk.dst == spine]
-    assert len(ups) == plan.leaves and np.allclose(ups, up * 50e9)
+    # full leaves (48 NICs) cable all 16 uplinks; the last (32 NICs) the 11 it needs
+    assert len(ups) == plan.leaves and np.allclose(ups[:-1], up * 50e9)
+    assert ups[-1] == pytest.approx(11 * 50e9) and plan.cables[1] == 10 * 16 + 11
+    assert plan.ports == 512 + 2 * plan.cables[1]
 
 
 def test_direct_connect_rings_use_one_port_per_gpu():

@@ -19,6 +19,7 @@ from .app import (
     model_opt,
     out,
     print_json,
+    rate_opt,
     schedule_cache,
     time_opt,
 )
@@ -80,6 +81,9 @@ def design(
     time_target: Annotated[str | None, typer.Option(
         "--time-target", help="Iteration time to meet (12s): each family's cheapest design "
                               "at product line rates.")] = None,
+    rate: Annotated[str | None, typer.Option(
+        help="Every family at this line rate per port (400Gbps): what each costs and "
+             "gives with the same NICs.")] = None,
     oversubscription: Annotated[str, typer.Option(
         help="Leaf oversubscriptions to try for the Clos families, comma-separated.")]
         = "1",
@@ -177,6 +181,7 @@ def design(
             budget=None if budget is None else parse_dollars(budget),
             time_target=None if time_target is None else time_opt(time_target,
                                                                   "--time-target"),
+            rate=None if rate is None else rate_opt(rate, "--rate"),
             prices=table, radix=radix, algorithms=cands, cost_model=cm,
             cache=schedule_cache(no_cache), bounds=not no_bounds,
             recheck=not no_recheck and backend != "flow", packet_recheck=packet,
@@ -233,6 +238,10 @@ def design_question(res) -> str:
     """What ``res`` answers, in words."""
     if res.mode == "budget":
         return f"at a budget of ${res.budget_usd:,.0f}"
+    if res.mode == "rate":
+        d = next((x for x in res.designs if x.rate_Bps), None)
+        return "at the same line rate" + (f" ({d.rate_Bps * 8 / 1e9:g} Gb/s per port)"
+                                          if d else "")
     if res.mode == "time-target":
         return f"cheapest to meet {res.time_target_s:g} s per iteration"
     ref = res.reference

@@ -9,7 +9,7 @@ factorization that fits in memory on that fabric, collectives chosen among
 :data:`DESIGN_ALGORITHMS` (what collective libraries run) by the chosen cost model. So
 each family is compared with its best parallelism, not a fixed one.
 
-Three questions (``docs/design-fabric.md``):
+Four questions (``docs/design-fabric.md``):
 
 - **at a budget** (``budget``): each family's per-port line rate is solved so that its
   bill equals the budget (cost is continuous and increasing in the rate, so bisection
@@ -17,8 +17,11 @@ Three questions (``docs/design-fabric.md``):
 - **to a time target** (``time_target``): each family at the product line rates
   (:data:`PRODUCT_GBPS`) from the slowest up, the first that meets the target is that
   family's cheapest design; the cheapest family wins;
-- **neither**: the budget is the bill of the reference design (the box as shipped: its
-  NICs on a non-blocking rail-optimized Clos), the question "at equal cost to what is
+- **at a line rate** (``rate``): every family at the same per-port rate; the bills
+  differ, the fastest wins (the rail-only paper's comparison: the same NICs, the spine
+  removed);
+- **none of these**: the budget is the bill of the reference design (the box as shipped:
+  its NICs on a non-blocking rail-optimized Clos), the question "at equal cost to what is
   built today".
 
 Families (:mod:`topocoll.topology.scaleout` builds the switched and direct ones):
@@ -138,7 +141,7 @@ class Design:
 class DesignResult:
     """Every design, the question asked and the winner."""
 
-    mode: str                        # "budget", "time-target" or "equal-cost"
+    mode: str                        # "budget", "time-target", "rate" or "equal-cost"
     budget_usd: float | None
     time_target_s: float | None
     reference: dict | None
@@ -299,7 +302,7 @@ def family_bill(family: str, box: Box, gpus: int, rate: float, prices: PriceTabl
     :mod:`topocoll.fabric.prices` for the parts).
 
     - Clos families: a NIC per GPU; every cable (NIC to leaf, leaf to spine, aggregation
-      to core) a transceiver at each end and a fiber; whole switches of ``radix`` ports.
+      to core) a transceiver at each end, a fiber and a switch port at each switch end.
     - ``topoopt``: per box, one port per GPU: NIC, transceiver, patch-panel port and half
       a fiber (TopoOpt's direct-connect count).
     - ``torus``: six NIC-class ports per chip; copper cables inside 4x4x4 cubes; every
@@ -321,7 +324,7 @@ def family_bill(family: str, box: Box, gpus: int, rate: float, prices: PriceTabl
         add("nic", gpus, rate)
         add("transceiver", 2 * cables, rate)
         add("fiber", cables)
-        add("switch_port", sum(pl.switches for pl in plans) * radix, rate)
+        add("switch_port", sum(pl.ports for pl in plans), rate)
     elif family == "topoopt":
         ports = gpus
         add("nic", ports, rate)
@@ -380,8 +383,8 @@ _KAPPA0 = 1e-6     # $ per GB/s of the fixed scale-up dimension in LIBRA's cost 
 def _libra_bill(box: Box, gpus: int, rates: Sequence[float], prices: PriceTable,
                 radix: int) -> Bill:
     """Per scale-out dimension of size ``s`` at ``b``: a NIC per GPU, a cable with two
-    transceivers and a fiber per GPU, and the dimension's ``s``-port switches packed
-    ``floor(radix / s)`` to a ``radix``-port switch (whole switches)."""
+    transceivers and a fiber per GPU, and its switch port (an ``s``-port group of a
+    ``radix``-port switch)."""
     dims = libra_dims(box, gpus, radix)
     lines: list[tuple[str, float, float, float, float]] = []
 
@@ -397,7 +400,7 @@ def _libra_bill(box: Box, gpus: int, rates: Sequence[float], prices: PriceTable,
         add("nic", gpus, b)
         add("transceiver", 2 * gpus, b)
         add("fiber", gpus)
-        add("switch_port", math.ceil(gpus // size / (radix // size)) * radix, b)
+        add("switch_port", gpus, b)
     add("scaleup_port", gpus * box.nvlink_links)
     return Bill(tuple(lines))
 
@@ -656,6 +659,7 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                    algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
                    cache=None, bounds: bool = True, recheck: bool = True,
                    libra_equal_split: bool = False, packet_recheck: bool = False,
+                   rate: float | None = None,
                    progress: Callable[[str], None] | None = None) -> DesignResult:
     """Every family's design for ``job`` (see the module docstring for the three
     questions); with ``recheck`` the winner is simulated again at flow level; with
@@ -688,8 +692,13 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
         if fam != "torus":
             _boxes(box, job.gpus)
     reference = None
+    if rate is not None and (budget is not None or time_target is not None):
+        raise InputError("give one of --rate, --budget and --time-target", item="--rate")
+    if rate is not None and not (math.isfinite(rate) and rate > 0):
+        raise InputError(f"--rate must be a positive line rate, got {rate}", item="--rate")
     mode = "budget" if budget is not None else (
-        "time-target" if time_target is not None else "equal-cost")
+        "time-target" if time_target is not None else (
+            "rate" if rate is not None else "equal-cost"))
     if mode == "equal-cost":
         ref_box = bxs[0]
         budget = family_bill("rail", ref_box, job.gpus, ref_box.nic_Bps, p,
@@ -709,34 +718,38 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                 designs.append(_libra_to_target(box, job, time_target, p, radix,
                                                 algorithms, cost_model, cache, bounds))
                 continue
-            d, topo = _libra_design(box, job, budget, p, radix)
+            # at a line rate: the budget of the rail-optimized Clos at that rate
+            lb = budget if mode != "rate" else family_bill("rail", box, job.gpus, rate, p,
+                                                           radix=radix).cost_usd
+            d, topo = _libra_design(box, job, lb, p, radix)
             if topo is not None:
                 d = evaluate_design(d, topo, job, algorithms=algorithms,
                                     cost_model=cost_model, cache=cache, bounds=bounds)
                 if libra_equal_split:
                     d.extra["libra"]["equal_split"] = _libra_equal_split(
-                        d, box, job, budget, p, radix, algorithms, cost_model, cache)
+                        d, box, job, lb, p, radix, algorithms, cost_model, cache)
             designs.append(d)
             continue
         if mode == "time-target":
             designs.append(_to_target(fam, box, o, bill, job, time_target, radix,
                                       algorithms, cost_model, cache, bounds))
             continue
-        rate = rate_for_budget(lambda r, bill=bill: bill(r).cost_usd, budget)
-        if rate is None:
+        r_fam = rate if mode == "rate" else rate_for_budget(
+            lambda r, bill=bill: bill(r).cost_usd, budget)
+        if r_fam is None:
             b0 = bill(0.0)
             designs.append(Design(fam, box.name, o, 0.0, "", b0, False,
                                   f"the budget is below the parts that do not scale with "
                                   f"the line rate ({b0.cost_usd:,.0f} USD)"))
             continue
         if fam == "topoopt":
-            d = Design(fam, box.name, o, rate, "", bill(rate), True)
+            d = Design(fam, box.name, o, r_fam, "", bill(r_fam), True)
             designs.append(_evaluate_topoopt(d, job, box, algorithms=algorithms,
                                              cost_model=cost_model, cache=cache,
                                              bounds=bounds)[0])
             continue
-        topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
-        d = Design(fam, box.name, o, rate, topo.name, bill(rate), True)
+        topo = family_topology(fam, box, job.gpus, r_fam, oversubscription=o, radix=radix)
+        d = Design(fam, box.name, o, r_fam, topo.name, bill(r_fam), True)
         designs.append(evaluate_design(d, topo, job, algorithms=algorithms,
                                        cost_model=cost_model, cache=cache, bounds=bounds))
     res = DesignResult(mode, budget, time_target, reference, tuple(designs))

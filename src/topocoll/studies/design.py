@@ -60,6 +60,13 @@ def run_design_study(jobs: Sequence[tuple[str, str, str, int]] = STUDY_JOBS,
                                 progress=step)
             rec = {"job": name, "model": model, "box": box, "gpus": n,
                    "global_batch": job.global_batch, "equal_cost": eq.to_dict()}
+            # rail-only at the reference's own line rate: the rail-only paper's comparison
+            # (the same NICs, the spine removed)
+            ref_rate = find_box(box).nic_Bps
+            same = design_fabrics(job, boxes=(box,), families=("rail", "rail-only"),
+                                  budget=None, time_target=None, bounds=False,
+                                  recheck=False, progress=step, rate=ref_rate)
+            rec["same_rate"] = same.to_dict()
             if n == target_gpus:
                 ref = next(d for d in eq.designs if d.family == "rail")
                 target = ref.iteration_s * 1.01

@@ -19,7 +19,8 @@ A Clos is planned by :func:`clos_plan` from its leaves' endpoints: ``radix`` por
 switch, a leaf has ``down`` endpoint ports and ``up`` uplinks with ``down / up`` the
 oversubscription; two tiers while the leaves fit one spine's radix, else three (pods of
 ``radix / 2`` leaves under aggregation switches, non-blocking above the leaves). The plan
-counts the real switches and cables (what :mod:`topocoll.fabric.design` prices). The
+counts the real switches, cables and cabled ports (what :mod:`topocoll.fabric.design`
+prices: a leaf cables the uplinks its endpoints need). The
 routed topology keeps every leaf but merges the parallel switches of a tier into one node
 whose links carry their summed capacity (one spine; one aggregation node per pod and one
 core): under ECMP's even split the link loads are the same, and routing stays cheap.
@@ -82,7 +83,9 @@ class ClosPlan:
         Switches per tier (``spines`` are the aggregation switches of a 3-tier Clos) and
         pods (3 tiers; else 1).
     cables : tuple of int
-        Endpoint-leaf, leaf-spine and aggregation-core cables.
+        Endpoint-leaf, leaf-spine and aggregation-core cables. A leaf cables as many
+        uplinks as its endpoints need at the oversubscription (``ceil(endpoints / o)``, at
+        most ``up``); the tiers above the leaves are non-blocking.
     leaf_groups : tuple of tuple of int
         The endpoints under each leaf.
     """
@@ -102,6 +105,19 @@ class ClosPlan:
     def switches(self) -> int:
         """Every switch of the plan."""
         return self.leaves + self.spines + self.cores
+
+    @property
+    def ports(self) -> int:
+        """Switch ports with a cable in them: one per endpoint, two per leaf-spine and
+        per aggregation-core cable."""
+        return self.cables[0] + 2 * self.cables[1] + 2 * self.cables[2]
+
+    def leaf_uplinks(self, leaf: int) -> int:
+        """The uplinks leaf ``leaf`` cables (0 for a single switch)."""
+        if self.tiers == 1:
+            return 0
+        return min(self.up, math.ceil(len(self.leaf_groups[leaf]) * self.up / self.down
+                                      - 1e-9))
 
     def summary(self) -> dict:
         """The plan without its leaf groups (a JSON record)."""
@@ -147,21 +163,22 @@ def clos_plan(leaf_groups: Sequence[Sequence[int]], *, radix: int = 64,
     ends = sum(len(g) for g in groups)
     if n_leaves == 1:
         return ClosPlan(radix, down, 0, 1, 1, 0, 0, 1, (ends, 0, 0), groups)
+    ups = [min(up, math.ceil(len(g) * up / down - 1e-9)) for g in groups]
+    n_up = sum(ups)
     if n_leaves <= radix:
-        spines = math.ceil(n_leaves * up / radix)
-        return ClosPlan(radix, down, up, 2, n_leaves, spines, 0, 1,
-                        (ends, n_leaves * up, 0), groups)
+        spines = math.ceil(n_up / radix)
+        return ClosPlan(radix, down, up, 2, n_leaves, spines, 0, 1, (ends, n_up, 0), groups)
     per_pod = radix // 2
     pods = math.ceil(n_leaves / per_pod)
     if pods > radix:
         raise TopologyError(f"{n_leaves} leaves need more than three tiers of {radix}-port "
                             f"switches (at most {radix * per_pod} leaves)",
                             item="field 'radix'")
-    aggs = sum(math.ceil(min(per_pod, n_leaves - p * per_pod) * up / per_pod)
+    aggs = sum(math.ceil(sum(ups[p * per_pod:(p + 1) * per_pod]) / per_pod)
                for p in range(pods))
-    cores = math.ceil(n_leaves * up / radix)
-    return ClosPlan(radix, down, up, 3, n_leaves, aggs, cores, pods,
-                    (ends, n_leaves * up, n_leaves * up), groups)
+    cores = math.ceil(n_up / radix)
+    return ClosPlan(radix, down, up, 3, n_leaves, aggs, cores, pods, (ends, n_up, n_up),
+                    groups)
 
 
 def _rail_groups(boxes: int, gpus: int, rails: Sequence[int], down: int) -> list[list[int]]:
@@ -315,21 +332,22 @@ def cluster(box: str, boxes: int, scaleout: str = "rail", *, nic_bandwidth: floa
                 for r in grp:
                     cable(links, r, leaf0 + li, nic, nic_lat)
             nxt += plan.leaves
-            up_bw = plan.up * nic
             if plan.tiers == 2:
                 spine = nxt
                 nxt += 1
                 for li in range(plan.leaves):
-                    cable(links, leaf0 + li, spine, up_bw, nic_lat)
+                    cable(links, leaf0 + li, spine, plan.leaf_uplinks(li) * nic, nic_lat)
             elif plan.tiers == 3:
                 per_pod = radix // 2
                 agg0, core = nxt, nxt + plan.pods
                 nxt += plan.pods + 1
                 for li in range(plan.leaves):
-                    cable(links, leaf0 + li, agg0 + li // per_pod, up_bw, nic_lat)
+                    cable(links, leaf0 + li, agg0 + li // per_pod,
+                          plan.leaf_uplinks(li) * nic, nic_lat)
                 for p in range(plan.pods):
-                    lp = min(per_pod, plan.leaves - p * per_pod)
-                    cable(links, agg0 + p, core, lp * up_bw, nic_lat)
+                    pod_up = sum(plan.leaf_uplinks(li) for li in range(
+                        p * per_pod, min(plan.leaves, (p + 1) * per_pod)))
+                    cable(links, agg0 + p, core, pod_up * nic, nic_lat)
     num_switches = nxt - n
     label = name or (f"{b.name}:{nb},scaleout={scaleout},nic_bw={fmt_num(nic * 8 / 1e9)}Gbps"
                      + ("" if oversubscription == 1 else f",oversub={fmt_num(oversubscription)}")
