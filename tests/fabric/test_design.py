@@ -266,3 +266,18 @@ def test_budget_sensitivity_re_solves_both_designs(job):
     with pytest.raises(InputError):
         budget_sensitivity(design_fabrics(job, families=("rail",), time_target=1e9,
                                           bounds=False, recheck=False), job)
+
+
+def test_at_a_line_rate_the_bills_differ_and_rail_only_drops_the_spine(job):
+    res = design_fabrics(job, families=("rail", "rail-only"), rate=100 * G, bounds=False,
+                         recheck=False)
+    assert res.mode == "rate"
+    rail, only = res.designs
+    assert rail.rate_Bps == only.rate_Bps == 100 * G
+    parts = {p: c for p, c, *_ in rail.bill.lines}
+    parts_only = {p: c for p, c, *_ in only.bill.lines}
+    # 4 boxes: one leaf per rail either way; rail-optimized adds the spine between rails
+    assert parts_only["switch_port"] == 32 and parts["switch_port"] > 32
+    assert only.bill.cost_usd < rail.bill.cost_usd
+    with pytest.raises(InputError, match="one of"):
+        design_fabrics(job, rate=100 * G, budget=1e6)
