@@ -69,7 +69,7 @@ def design_markdown(record: dict, title: str, question: str) -> str:
     if best is not None:
         line = (f"Best: **{best['family']}** ({best['box']}), "
                 f"{format_time(best['iteration_s'])} per iteration with `{best['parallel']}`")
-        if best.get("recheck"):
+        if best.get("recheck") and "skipped" not in best["recheck"]:
             rc = best["recheck"]
             line += (f"; at flow level {format_time(rc['iteration_s'])} "
                      f"({100 * rc['difference']:+.2f}%)")

@@ -279,7 +279,10 @@ def print_design(res, title: str) -> None:
         out.print(f"best: {win.family} ({win.box}) at {win.rate_Bps * 8 / 1e9:,.0f} Gb/s per "
                   f"port, ${win.bill.cost_usd:,.0f}, {win.iteration_s:.4g} s per iteration, "
                   f"{win.parallel}", highlight=False)
-        if win.recheck:
+        if win.recheck and "skipped" in win.recheck:
+            out.print(f"not re-checked at flow level: {win.recheck['skipped']}",
+                      highlight=False)
+        elif win.recheck:
             rc = win.recheck
             out.print(f"re-checked at flow level: {rc['iteration_s']:.4g} s per iteration "
                       f"({100 * rc['difference']:+.2f}%)" + (

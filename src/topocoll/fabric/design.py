@@ -47,7 +47,7 @@ from .prices import PriceTable
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
-           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "budget_sensitivity", "scaled_prices",
+           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "FLOW_RECHECK_WHOLE_GPUS", "budget_sensitivity", "scaled_prices",
            "SENSITIVITY_FACTORS",
            "evaluate_design", "design_fabrics"]
 
@@ -819,6 +819,13 @@ def budget_sensitivity(result: DesignResult, job: DesignJob, *,
     return out
 
 
+#: Families whose collectives are costed on the whole fabric (hierarchies and tori have no
+#: route sub-fabrics), and the largest job whose winner of those is re-checked at flow
+#: level: a data-parallel all-reduce over 8,192 GPUs of a hierarchy took more than ten
+#: minutes at flow level.
+_WHOLE_FABRIC = ("libra", "torus")
+FLOW_RECHECK_WHOLE_GPUS = 2048
+
 #: The largest job whose winner is re-checked at packet level on request (``packet``):
 #: 32 GPUs of a small transformer take about two minutes on one core.
 PACKET_RECHECK_GPUS = 64
@@ -846,6 +853,12 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache,
     from ..sim.backends import cost_model
     from ..workload import parse_parallel, simulate_iteration
 
+    if d.family in _WHOLE_FABRIC and job.gpus > FLOW_RECHECK_WHOLE_GPUS:
+        d.recheck = {"backend": "flow", "skipped":
+                     f"a {d.family} fabric has no sub-fabrics (every collective is simulated "
+                     f"on all {job.gpus:,} GPUs' links); the flow-level re-check is run up "
+                     f"to {FLOW_RECHECK_WHOLE_GPUS:,} GPUs"}
+        return
     box = next(b for b in boxes if b.name == d.box)
     if d.family == "libra":
         topo = libra_topology(box, job.gpus, [g * _GBPS for g in
