@@ -47,7 +47,8 @@ from .prices import PriceTable
 __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
-           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "FLOW_RECHECK_WHOLE_GPUS", "budget_sensitivity", "scaled_prices",
+           "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "FLOW_RECHECK_WHOLE_GPUS",
+           "budget_sensitivity", "scaled_prices",
            "SENSITIVITY_FACTORS",
            "evaluate_design", "design_fabrics"]
 
