@@ -281,3 +281,14 @@ def test_at_a_line_rate_the_bills_differ_and_rail_only_drops_the_spine(job):
     assert only.bill.cost_usd < rail.bill.cost_usd
     with pytest.raises(InputError, match="one of"):
         design_fabrics(job, rate=100 * G, budget=1e6)
+
+
+def test_whole_fabric_winners_past_the_limit_are_not_rechecked_at_flow_level():
+    from topocoll.fabric.design import FLOW_RECHECK_WHOLE_GPUS, Bill, _recheck
+
+    big = DesignJob(SMALL, 2 * FLOW_RECHECK_WHOLE_GPUS, find_device("h100"), 4096)
+    d = _Design("libra", "dgx-h100", 1.0, 100 * G, "hier:...", Bill(()), True,
+                iteration_s=1.0, parallel="tp=8,pp=1")
+    _recheck(d, big, boxes=[H100], radix=64, algorithms=None, cache=None)
+    assert d.recheck["backend"] == "flow" and "skipped" in d.recheck
+    assert f"{FLOW_RECHECK_WHOLE_GPUS:,}" in d.recheck["skipped"]
