@@ -48,7 +48,7 @@ __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
            "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "FLOW_RECHECK_WHOLE_GPUS",
-           "budget_sensitivity", "scaled_prices",
+           "budget_sensitivity", "scaled_prices", "LAYERED_BOUND_GPUS",
            "SENSITIVITY_FACTORS",
            "evaluate_design", "design_fabrics"]
 
@@ -557,28 +557,38 @@ def _batch_per_rank(job: DesignJob) -> int:
     return job.global_batch // job.gpus
 
 
+#: The largest data-parallel job whose collectives' bounds are proved for the record: an
+#: all-to-all over every GPU needs the exact cut of the whole fabric (a max-flow per
+#: candidate cut), which took minutes at 1,024 GPUs.
+LAYERED_BOUND_GPUS = 256
+
+
 def _evaluate_layered(design: Design, topology: Topology, job: DesignJob, *, algorithms,
                       cost_model, cache, bounds: bool) -> Design:
     """A layered model (ResNet, VGG, DLRM) is data parallel on every GPU (DLRM's tables
     model-parallel with an all-to-all each way): one configuration, no search."""
     from ..workload import CollectiveCoster, simulate_dp_iteration
 
-    cc = CollectiveCoster(topology, model=cost_model, algorithms=algorithms, cache=cache,
-                          bounds=bounds)
+    def run(with_bounds: bool):
+        cc = CollectiveCoster(topology, model=cost_model, algorithms=algorithms, cache=cache,
+                              bounds=with_bounds)
+        return simulate_dp_iteration(job.model, topology, job.device,
+                                     batch_per_rank=_batch_per_rank(job), ranks=job.gpus,
+                                     coster=cc)
+
     try:
-        r = simulate_dp_iteration(job.model, topology, job.device,
-                                  batch_per_rank=_batch_per_rank(job), ranks=job.gpus,
-                                  coster=cc)
+        r = run(False)
     except InputError as e:
         if "memory" not in str(e):
             raise
         return replace(design, feasible=False, configurations=1, reason=str(e))
-    fr = [(c["bound_fraction"], k) for k, c in sorted(r.collectives.items())
-          if c.get("bound_fraction") is not None]
     bound = None
-    if fr:
-        f, k = min(fr)
-        bound = {"worst_collective": k, "fraction_of_bound": f, "collectives": len(fr)}
+    if bounds and job.gpus <= LAYERED_BOUND_GPUS:
+        fr = [(c["bound_fraction"], k) for k, c in sorted(run(True).collectives.items())
+              if c.get("bound_fraction") is not None]
+        if fr:
+            f, k = min(fr)
+            bound = {"worst_collective": k, "fraction_of_bound": f, "collectives": len(fr)}
     return replace(design, iteration_s=r.iteration_s, mfu=r.mfu,
                    exposed_comm_s=r.exposed_comm_s, compute_s=r.compute_s,
                    bubble_s=r.bubble_s, parallel=r.parallel, memory_gib=r.memory_gib,
