@@ -292,3 +292,17 @@ def test_whole_fabric_winners_past_the_limit_are_not_rechecked_at_flow_level():
     _recheck(d, big, boxes=[H100], radix=64, algorithms=None, cache=None)
     assert d.recheck["backend"] == "flow" and "skipped" in d.recheck
     assert f"{FLOW_RECHECK_WHOLE_GPUS:,}" in d.recheck["skipped"]
+
+
+def test_a_data_parallel_model_is_designed_without_a_search():
+    from topocoll.workload import LAYERED
+
+    job = DesignJob(LAYERED["dlrm"], 64, find_device("a100-80g"), 64 * 32)
+    res = design_fabrics(job, boxes=("dgx-a100",), families=("rail", "topoopt"),
+                         recheck=False)
+    for d in res.designs:
+        assert d.feasible and d.configurations == 1 and d.parallel.startswith("dp=64")
+        assert d.bound is not None and 0 < d.bound["fraction_of_bound"] <= 1 + 1e-9
+    with pytest.raises(InputError, match="multiple"):
+        design_fabrics(DesignJob(LAYERED["dlrm"], 64, find_device("a100-80g"), 100),
+                       boxes=("dgx-a100",), families=("rail",))
