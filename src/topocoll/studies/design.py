@@ -24,7 +24,8 @@ from ..topology.boxes import find_box
 from ..workload import LAYERED, find_device, parse_model
 from ._common import headless_pyplot, save_figure, write_json
 
-__all__ = ["STUDY_JOBS", "STUDY_GPUS", "run_design_study", "write_design_study"]
+__all__ = ["STUDY_JOBS", "STUDY_GPUS", "SAVINGS_GPUS", "run_design_study",
+           "write_design_study", "rail_only_savings"]
 
 #: (name, model, box, global batch per GPU, sizes, least-cost comparison). The MoE and
 #: DLRM jobs run at 1,024 GPUs only: Mixtral at 8,192 took 26 minutes for its families
@@ -79,7 +80,38 @@ def run_design_study(jobs: Sequence[tuple] = STUDY_JOBS, *, target_gpus: int = 1
                                     progress=step)
                 rec["same_time"] = {"target_s": target, **tt.to_dict()}
             out.append(rec)
-    return {"jobs": out}
+    return {"jobs": out, "rail_only_savings": rail_only_savings()}
+
+
+#: Cluster sizes of :func:`rail_only_savings`.
+SAVINGS_GPUS = (1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def rail_only_savings(box: str = "dgx-h100", gpus: Sequence[int] = SAVINGS_GPUS) -> list[dict]:
+    """Rail-only against rail-optimized at the box's own line rate, by cluster size, from
+    the bills alone (the same NICs; what the spine costs): tiers of each, and the saving in
+    cost (all of it, and without the scale-up ports both pay) and in power."""
+    from ..fabric import PriceTable
+    from ..fabric.design import family_bill
+    from ..topology import cluster_plans
+
+    b = find_box(box)
+    p = PriceTable()
+    out = []
+    for n in gpus:
+        r = family_bill("rail", b, n, b.nic_Bps, p)
+        o = family_bill("rail-only", b, n, b.nic_Bps, p)
+        up = {part: c * u for part, c, _, u, _ in r.lines}.get("scaleup_port", 0.0)
+        out.append({"gpus": n, "box": box,
+                    "rail_tiers": max(pl.tiers for pl in cluster_plans(b.gpus, n // b.gpus,
+                                                                         "rail")),
+                    "rail_only_tiers": max(pl.tiers for pl in cluster_plans(
+                        b.gpus, n // b.gpus, "rail-only")),
+                    "rail_usd": r.cost_usd, "rail_only_usd": o.cost_usd,
+                    "cost_saving": 1 - o.cost_usd / r.cost_usd,
+                    "scaleout_saving": 1 - (o.cost_usd - up) / (r.cost_usd - up),
+                    "power_saving": 1 - o.power_w / r.power_w})
+    return out
 
 
 def _row(d: dict) -> str:
@@ -118,6 +150,18 @@ def write_design_study(out: Path, res: dict) -> list[Path]:
                       f"{lib['iteration_s']:.4g} s; the same budget split equally "
                       f"({es['scaleout_gbps'][0]:,.0f} Gb/s each): {es['iteration_s']:.4g} s "
                       f"({es['iteration_s'] / lib['iteration_s']:.3f}x).", ""]
+        if "same_rate" in rec:
+            sr = {d["family"]: d for d in rec["same_rate"]["designs"]}
+            r, o = sr.get("rail"), sr.get("rail-only")
+            if r and o and r["iteration_s"] and o["iteration_s"]:
+                lines += [f"At the reference's line rate ({r['rate_gbps']:,.0f} Gb/s), the "
+                          f"spine removed: rail-only costs ${o['cost_usd'] / 1e6:,.2f}M "
+                          f"against ${r['cost_usd'] / 1e6:,.2f}M "
+                          f"({100 * (1 - o['cost_usd'] / r['cost_usd']):.0f}% less), draws "
+                          f"{o['power_w'] / 1e3:,.0f} against {r['power_w'] / 1e3:,.0f} kW "
+                          f"({100 * (1 - o['power_w'] / r['power_w']):.0f}% less), and runs "
+                          f"an iteration in {o['iteration_s']:.4g} s against "
+                          f"{r['iteration_s']:.4g} s.", ""]
         if "same_time" in rec:
             st = rec["same_time"]
             lines += [f"Least cost for the reference's iteration time within 1% "
@@ -126,6 +170,16 @@ def write_design_study(out: Path, res: dict) -> list[Path]:
                       "parallelism |", "|---|--:|--:|--:|--:|--:|---|"]
             lines += [_row(d) for d in st["designs"]]
             lines.append("")
+    sv = res.get("rail_only_savings") or []
+    if sv:
+        lines += ["### Rail-only against rail-optimized by cluster size (the same NICs)", "",
+                  "| GPUs | tiers (rail / rail-only) | rail | rail-only | cost saved | "
+                  "scale-out cost saved | power saved |", "|--:|--:|--:|--:|--:|--:|--:|"]
+        lines += [f"| {x['gpus']:,} | {x['rail_tiers']} / {x['rail_only_tiers']} | "
+                  f"${x['rail_usd'] / 1e6:,.2f}M | ${x['rail_only_usd'] / 1e6:,.2f}M | "
+                  f"{100 * x['cost_saving']:.0f}% | {100 * x['scaleout_saving']:.0f}% | "
+                  f"{100 * x['power_saving']:.0f}% |" for x in sv]
+        lines.append("")
     tables = out / "design-results.md"
     tables.write_text("# Which fabric to build: the tables (`topocoll study design`)\n\n"
                       + "\n".join(lines))
