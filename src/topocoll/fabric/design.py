@@ -512,6 +512,16 @@ def rate_for_budget(cost: Callable[[float], float], budget: float) -> float | No
     return (lo + hi) / 2
 
 
+def _worst_bound(collectives: dict) -> dict | None:
+    """The collective furthest from its proved bound (the record's ``bound``), or None."""
+    fr = [(c["bound_fraction"], k) for k, c in sorted(collectives.items())
+          if c.get("bound_fraction") is not None]
+    if not fr:
+        return None
+    f, k = min(fr)
+    return {"worst_collective": k, "fraction_of_bound": f, "collectives": len(fr)}
+
+
 def evaluate_design(design: Design, topology: Topology, job: DesignJob, *,
                     algorithms: Sequence[str] | None = DESIGN_ALGORITHMS, cost_model=None,
                     cache=None, bounds: bool = True) -> Design:
@@ -537,12 +547,7 @@ def evaluate_design(design: Design, topology: Topology, job: DesignJob, *,
         rb = simulate_iteration(job.model, best.parallel, topology, job.device,
                                 cost_model=cost_model, algorithms=algorithms, cache=cache,
                                 check_memory=False)
-        fr = [(c["bound_fraction"], k) for k, c in sorted(rb.collectives.items())
-              if c.get("bound_fraction") is not None]
-        if fr:
-            f, k = min(fr)
-            bound = {"worst_collective": k, "fraction_of_bound": f,
-                     "collectives": len(fr)}
+        bound = _worst_bound(rb.collectives)
     return replace(design, iteration_s=r.iteration_s, mfu=r.mfu,
                    exposed_comm_s=r.exposed_comm_s, compute_s=r.compute_s,
                    bubble_s=r.bubble_s, parallel=best.parallel.label(),
@@ -584,11 +589,7 @@ def _evaluate_layered(design: Design, topology: Topology, job: DesignJob, *, alg
         return replace(design, feasible=False, configurations=1, reason=str(e))
     bound = None
     if bounds and job.gpus <= LAYERED_BOUND_GPUS:
-        fr = [(c["bound_fraction"], k) for k, c in sorted(run(True).collectives.items())
-              if c.get("bound_fraction") is not None]
-        if fr:
-            f, k = min(fr)
-            bound = {"worst_collective": k, "fraction_of_bound": f, "collectives": len(fr)}
+        bound = _worst_bound(run(True).collectives)
     return replace(design, iteration_s=r.iteration_s, mfu=r.mfu,
                    exposed_comm_s=r.exposed_comm_s, compute_s=r.compute_s,
                    bubble_s=r.bubble_s, parallel=r.parallel, memory_gib=r.memory_gib,
