@@ -87,6 +87,41 @@ def test_mixture_of_experts_pays_for_its_all_to_all():
     assert r.breakdown["ep_s"] > 0 and "ep alltoall" in r.collectives
 
 
+def test_expert_parallelism_moves_experts_not_their_work():
+    """A rank's experts serve the tokens of its whole expert group: the multiplies a rank
+    does are the same at every ``ep`` (ep divides the work of holding experts, not the
+    tokens each must process), so no expert-parallel layout can exceed the device's peak.
+    (The first version divided the expert multiplies by ``ep``: Mixtral at TP 1, EP 8
+    reported 102.6% MFU.)"""
+    from topocoll.workload.compute import layer_compute
+
+    class Flat:                       # a device whose multiplies run at peak at any size
+        peak = 1e15
+
+        def gemm_time(self, flops):
+            return flops / self.peak
+
+        def memory_time(self, nbytes):
+            return 0.0
+
+    mix = parse_model("mixtral-8x7b")
+    times = [layer_compute(mix, parse_parallel(f"tp=1,pp=1,dp=8,ep={ep}"), Flat())[0]
+             for ep in (1, 2, 4, 8)]
+    assert max(times) == pytest.approx(min(times), rel=1e-12)
+    flops = 2 * mix.seq * (mix.top_k * mix.expert_parameters)  # the experts' share
+    dense = layer_compute(parse_model("transformer:hidden=4096,ffn=14336,heads=32,layers=32,"
+                                      "seq=4096,vocab=32000,kv_heads=8,style=llama"),
+                          parse_parallel("tp=1,pp=1,dp=8"), Flat())[0]
+    # the expert multiplies are top_k dense MLPs' worth
+    mlp = 2 * mix.seq * mix.expert_parameters / Flat.peak
+    assert times[0] - dense == pytest.approx(flops / Flat.peak - mlp, rel=1e-9)
+    r = simulate_iteration(mix, parse_parallel("tp=1,pp=1,dp=8,ep=8,mb=1,gb=8,zero=1,"
+                                               "recompute=selective"),
+                           parse_spec("dgx-h100:1"), find_device("h100"),
+                           algorithms=["direct", "ring"])
+    assert 0.3 < r.mfu < 1
+
+
 @pytest.mark.parametrize("par, item", [
     ("tp=16,pp=1,dp=1", "--parallel"),   # more ranks than the fabric
     ("tp=3,pp=1,dp=1", "tp"),            # 16 heads

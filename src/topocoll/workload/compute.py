@@ -39,8 +39,12 @@ def layer_compute(model: Transformer, par: Parallelism, dev: Device) -> tuple[fl
     gemms = [2 * tok * h * (h + 2 * model.kv_dim) / t,             # QKV
              2 * tok * h * h / t]                                    # output projection
     mlp_mats = 3 if model.gated else 2
-    per_expert_tok = tok * model.top_k / (model.experts if model.moe else 1)
-    n_exp = model.experts / (par.ep if model.moe else 1) if model.moe else 1
+    # Expert parallelism: a rank holds ``experts / ep`` experts and each of them serves
+    # the tokens the ``ep`` ranks of its group route to it, so a rank's experts process
+    # ``top_k`` times its own tokens whatever ``ep`` is (a balanced router).
+    ep = par.ep if model.moe else 1
+    per_expert_tok = tok * model.top_k * ep / (model.experts if model.moe else 1)
+    n_exp = model.experts / ep if model.moe else 1
     for _ in range(mlp_mats):
         gemms.append(2 * per_expert_tok * h * model.ffn / t)
     mm = sum(dev.gemm_time(f) for f in gemms[:2])
