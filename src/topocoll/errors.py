@@ -14,6 +14,7 @@ __all__ = [
     "TopologyError",
     "ScheduleError",
     "NotSupportedError",
+    "OverBudgetError",
     "InfeasibleError",
 ]
 
@@ -107,6 +108,11 @@ class ScheduleError(TopocollError, ValueError):
 
 class NotSupportedError(TopocollError, NotImplementedError):
     """An algorithm or format does not apply to this input (e.g. a torus-only algorithm)."""
+
+
+class OverBudgetError(NotSupportedError):
+    """A method whose size estimate exceeds its work budget (counted work, never
+    seconds): not attempted here; the message gives the estimate and the budget."""
 
 
 class InfeasibleError(TopocollError):

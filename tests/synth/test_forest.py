@@ -156,3 +156,59 @@ def test_reduce_scatter_and_allreduce_structure():
     ar = optimal_allreduce(t, batches=2)
     assert rs.op.max() == 1 and ar.collective.kind == "allreduce"
     assert verify(rs, t).ok and verify(ar, t).ok
+
+
+# -- the exact packing's work budget (issue 30: budgets count work, never seconds) ---------
+
+def test_packing_over_its_budget_is_refused_with_the_estimate(monkeypatch):
+    from topocoll.errors import OverBudgetError
+    from topocoll.optimum.packing import capacity_graph, optimal_packing, packing_work
+    from topocoll.topology import fat_tree
+
+    t = fat_tree(4)
+    work = packing_work(capacity_graph(t))
+    assert work == 21 * 16 * 96
+    monkeypatch.setenv("TOPOCOLL_PACKING_WORK", str(work - 1))
+    with pytest.raises(OverBudgetError, match=f"{work:,} units of work.*{work - 1:,}"):
+        optimal_packing(t)
+    monkeypatch.setenv("TOPOCOLL_PACKING_WORK", str(work))      # at the budget: packed
+    assert optimal_packing(t).per_root
+
+
+@pytest.mark.parametrize("raw", ["0", "-5", "lots"])
+def test_packing_budget_names_the_variable(monkeypatch, raw):
+    from topocoll.errors import InputError
+    from topocoll.optimum.packing import packing_budget
+
+    monkeypatch.setenv("TOPOCOLL_PACKING_WORK", raw)
+    with pytest.raises(InputError, match="TOPOCOLL_PACKING_WORK"):
+        packing_budget()
+
+
+def test_optimal_weighs_the_one_pass_constructions_when_the_packing_is_over_budget(
+        monkeypatch):
+    """Over the packing's budget, ``optimal`` (pipeline auto) is still the fastest of the
+    spread direct, two-level and butterfly constructions, says so, and verifies; the
+    same fabric within the budget keeps the batches pipeline's answer."""
+    from topocoll.topology import fat_tree
+
+    t = fat_tree(4)          # a fresh fabric for each: the packing is memoized on it
+    within = find_algorithm("optimal", "allgather")(t, size=2**26)
+    monkeypatch.setenv("TOPOCOLL_PACKING_WORK", "1")
+    over = find_algorithm("optimal", "allgather")(fat_tree(4), size=2**26)
+    assert "over its work budget" in over.meta["auto"]
+    assert over.meta["auto"].split()[0] in ("spread", "two_level", "swing",
+                                            "mirrored_recursive_doubling")
+    assert verify(over, t).ok
+    assert "over its work budget" not in within.meta.get("auto", "")
+    # the bound is the same exact optimum either way: the one-pass answer is no faster
+    from topocoll.cost.kernel import model_time
+    assert model_time(over, t, 2**26, 0.0) >= model_time(within, t, 2**26, 0.0) * (1 - 1e-9)
+
+
+def test_topology_adaptive_over_both_budgets_is_refused(monkeypatch):
+    from topocoll.errors import OverBudgetError
+    from topocoll.synth.adaptive import topology_adaptive_allreduce
+    monkeypatch.setenv("TOPOCOLL_PACKING_WORK", "1")
+    with pytest.raises(OverBudgetError, match="multiplicative-weights.*over its budget"):
+        topology_adaptive_allreduce(parse_spec("dgx:3"))   # 96 x 24^3 > 400,000

@@ -30,6 +30,7 @@ References
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NotSupportedError
+from ..errors import InputError, NotSupportedError, OverBudgetError
 from .maxflow import (
     CapacityGraph,
     FlowGraph,
@@ -52,7 +53,17 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 __all__ = ["Packing", "TreeClass", "split_switches", "pack_trees", "eulerian_reason",
-           "optimal_packing", "broadcast_packing"]
+           "optimal_packing", "broadcast_packing", "packing_work", "packing_budget",
+           "PACKING_WORK"]
+
+#: Default work budget of one exact tree packing (:func:`pack_trees` behind
+#: :func:`optimal_packing`), in the units of :func:`packing_work`. Measured on the 2-core
+#: Xeon of ``docs/performance.md``: about 5 us per unit (0.8 s at 8e5 on ``fat-tree:6``,
+#: 12 s at 2.1e6 on ``dgx-h100:16``, 61 s at 8e6 on ``fat-tree:8``, 217 s at 4.5e7 on a
+#: 256-rank data-parallel group of a 1,024-GPU fat-tree), so a packing within the default
+#: takes seconds. Counted, never timed: the same inputs are packed or refused on any
+#: machine. ``$TOPOCOLL_PACKING_WORK`` changes it.
+PACKING_WORK = 4_000_000
 
 Path = tuple[int, ...]
 
@@ -609,10 +620,58 @@ def optimal_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
     def compute() -> Packing:
         gg = g.reversed() if reverse else g
         x = allgather_optimum(topology, g.members, reverse=reverse).value * g.unit
-        return (None if reverse else _torus_trees(topology, gg, x)) or pack_trees(
-            gg, x.numerator, {v: x.denominator for v in g.members})
+        trees = None if reverse else _torus_trees(topology, gg, x)
+        if trees is not None:
+            return trees
+        work, budget = packing_work(gg), packing_budget()
+        if work > budget:
+            raise OverBudgetError(
+                f"the exact tree packing of {len(g.members)} ranks on {topology.name} is "
+                f"estimated at {work:,} units of work, over the budget of {budget:,} "
+                "(TOPOCOLL_PACKING_WORK raises it; `topocoll bound` gives the optimum)")
+        return pack_trees(gg, x.numerator, {v: x.denominator for v in g.members})
 
     return topology.memo(("optimal_packing", g.members, reverse), compute)
+
+
+def packing_work(g: CapacityGraph) -> int:
+    """The work :func:`pack_trees` is estimated to need on ``g``, counted from its size:
+    ``(relays + 1) x members x arcs``, the max-flow arc visits of one round of member
+    max-flows per relay split (edge splitting tests every member after each split; tree
+    growth is a round of the same size). A size estimate, not a bound: the number of
+    splits per relay varies; it orders fabrics as their packing times do (see
+    :data:`PACKING_WORK`).
+
+    >>> from topocoll.topology import ring, fat_tree
+    >>> packing_work(capacity_graph(ring(4)))            # 1 x 4 members x 8 arcs
+    32
+    >>> packing_work(capacity_graph(fat_tree(4)))        # 21 x 16 x 96
+    32256
+    """
+    members = len(g.members)
+    return (g.num_nodes - members + 1) * members * len(g.src)
+
+
+def packing_budget() -> int:
+    """The work budget of one packing: ``$TOPOCOLL_PACKING_WORK`` or
+    :data:`PACKING_WORK`.
+
+    Raises
+    ------
+    InputError
+        For a value that is not a positive integer (the message names the variable).
+    """
+    raw = os.environ.get("TOPOCOLL_PACKING_WORK")
+    if raw is None:
+        return PACKING_WORK
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InputError(f"TOPOCOLL_PACKING_WORK={raw!r} must be a positive integer",
+                         item="TOPOCOLL_PACKING_WORK")
+    return value
 
 
 def broadcast_packing(topology: Topology, root: int, ranks: Sequence[int] | None = None, *,

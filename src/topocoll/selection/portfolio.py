@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cost.kernel import model_time
-from ..errors import NotSupportedError
+from ..errors import NotSupportedError, OverBudgetError
 from ..optimum.maxflow import allgather_optimum
 from ..optimum.timedlp import MAX_RANKS
 from ..schedule import Schedule
@@ -39,14 +39,23 @@ from ..topology.symmetry import rank_symmetry
 
 __all__ = ["portfolio_allgather", "portfolio_reduce_scatter", "portfolio_allreduce", "auto_pick",
            "structured_candidates", "timed_in_reach", "AUTO_SLACK", "AUTO_WORK",
-           "AUTO_DEEP_BUDGET", "AUTO_MAX_RANKS", "AUTO_MAX_SYMMETRIC", "AUTO_MAX_PORTFOLIO"]
+           "AUTO_DEEP_BUDGET", "AUTO_MAX_RANKS", "AUTO_MAX_SYMMETRIC",
+           "AUTO_MAX_SYMMETRIC_SWITCHED", "AUTO_MAX_PORTFOLIO"]
 
 #: Largest group for which ``pipeline="auto"`` (the ``optimal`` default) also tries the
 #: timed LP on any fabric (about 0.1-20 s per schedule at 8-16 ranks on 2 cores).
 AUTO_MAX_RANKS = 16
-#: Largest group for which ``pipeline="auto"`` tries it on a fabric whose automorphisms
-#: leave fewer member orbits than members (the invariant LP keeps it to seconds).
+#: Largest group for which ``pipeline="auto"`` tries it on a fabric without switches
+#: whose automorphisms leave fewer member orbits than members (the invariant LP keeps it
+#: to seconds: 1.2 s on ``torus:8x8``, 5-6 s on ``hypercube:6`` and ``torus:4x4x4`` on 2
+#: cores).
 AUTO_MAX_SYMMETRIC = MAX_RANKS
+#: The same on a fabric with switches, where paths through switches multiply the LP's
+#: columns and each tree's images: 5 s for 32 ranks on ``hier:ring(4)x switch(8)``
+#: (0.963 of the bound against the batches' 0.884), while a 64-rank data-parallel group
+#: of a two-tier DGX H100 fat-tree took 26 s for 20 of its 1,500 pricing rounds (and
+#: reached 1.055 of the bound against the two-level schedule's 1.031).
+AUTO_MAX_SYMMETRIC_SWITCHED = 32
 #: ``pipeline="auto"`` keeps the batches schedule when its model time is within this
 #: fraction of the exact bound.
 AUTO_SLACK = 0.005
@@ -66,8 +75,8 @@ AUTO_MAX_PORTFOLIO = 1024
 def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
     """Whether ``pipeline="auto"`` (and ``topocoll compare``) try the timed LP on
     ``group``: at most :data:`AUTO_MAX_RANKS` ranks, or at most
-    :data:`AUTO_MAX_SYMMETRIC` on a fabric whose automorphisms leave fewer member
-    orbits than members.
+    :data:`AUTO_MAX_SYMMETRIC` (:data:`AUTO_MAX_SYMMETRIC_SWITCHED` on a fabric with
+    switches) on a fabric whose automorphisms leave fewer member orbits than members.
 
     >>> from topocoll.topology import hypercube, random_regular
     >>> timed_in_reach(hypercube(5), tuple(range(32)))
@@ -76,7 +85,8 @@ def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
     False
     """
     N = len(group)
-    if N < 2 or N > AUTO_MAX_SYMMETRIC:
+    if N < 2 or N > (AUTO_MAX_SYMMETRIC_SWITCHED if topology.num_switches
+                     else AUTO_MAX_SYMMETRIC):
         return False
     return N <= AUTO_MAX_RANKS or len(rank_symmetry(topology, group).reps) < N
 
@@ -130,7 +140,7 @@ def _ring_of_links(topology: Topology, group: tuple[int, ...]) -> bool:
                for a, b in zip(o, o[1:] + o[:1], strict=True))
 
 
-def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule,
+def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule | None,
               parts: Sequence[PipelinePart], size: float, alpha: float,
               steps: int | None) -> Schedule:
     """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
@@ -142,19 +152,27 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
     :data:`AUTO_SLACK` of the exact bound, in that order (the timed LP costs seconds; the
     others milliseconds to a second; the deeper batches come last because the timed
     schedule, where in reach, is as fast to build and closer).
-    ``parts``: the allgather-shaped parts of ``batched``. The choice and the times of
-    the candidates weighed, as fractions of the bound, go to ``meta["auto"]``;
-    ``meta["pipeline"]`` names the winner."""
-    if size <= 0:
+    ``parts``: the allgather-shaped parts of ``batched``. ``batched`` None (the exact
+    packing over its work budget, :data:`~topocoll.optimum.packing.PACKING_WORK`): the
+    one-pass constructions only (the timed LP and the deeper batches start from the
+    packing), :class:`~topocoll.errors.OverBudgetError` if none applies. The choice and
+    the times of the candidates weighed, as fractions of the bound, go to
+    ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
+    if size <= 0 and batched is not None:
         return batched
-    t_b = sum(p.time(topology, size / len(group), alpha) for p in parts)
     bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
                 / len(group) for rev in gather_parts(kind))
-    if t_b <= bound * (1 + AUTO_SLACK):
-        return batched
-    best, t_best, label, extra = batched, t_b, "batches", {}
-    weighed = {"batches": t_b}
-    reach = timed_in_reach(topology, group)
+    if batched is not None:
+        t_b = sum(p.time(topology, size / len(group), alpha) for p in parts)
+        if t_b <= bound * (1 + AUTO_SLACK):
+            return batched
+        best, t_best, label, extra = batched, t_b, "batches", {}
+        weighed = {"batches": t_b}
+    else:       # the exact packing is over its work budget: the one-pass constructions
+        best, t_best, label, extra = None, float("inf"), "", {}
+        weighed = {}
+    # the timed LP and the deeper batches start from the exact packing
+    reach = batched is not None and timed_in_reach(topology, group)
     # where the timed LP is in reach, it comes before the rings (closer to the bound on
     # small graphs: the random heterogeneous ones, circulants)
     late = ("ring_cover",) if reach else ()
@@ -178,15 +196,24 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
             extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
     if t_best > bound * (1 + AUTO_SLACK) and late:
         weigh(structured_candidates(kind, topology, group, size, alpha, only=late))
-    if t_best > bound * (1 + AUTO_SLACK):
+    if t_best > bound * (1 + AUTO_SLACK) and batched is not None:
         deep, _ = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
                                   budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)))
         if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
             weighed["deep_batches"] = model_time(deep, topology, size, alpha)
             if weighed["deep_batches"] < t_best:
                 best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
-    others = ", ".join(f"{k} {v / bound:.4f}" for k, v in weighed.items() if k != label)
-    note = f"{label} ({t_best / bound:.4f} of the bound" + (f"; {others})" if others else ")")
+    if best is None:
+        raise OverBudgetError(f"optimal: the exact tree packing is over its work budget and "
+                              f"no one-pass construction applies to {len(group)} ranks on "
+                              f"{topology.name}")
+    def frac(v: float) -> float:
+        return v / bound if bound > 0 else 1.0
+
+    others = ", ".join(f"{k} {frac(v):.4f}" for k, v in weighed.items() if k != label)
+    note = f"{label} ({frac(t_best):.4f} of the bound" + (f"; {others})" if others else ")")
+    if batched is None:
+        note += "; batches: the exact packing is over its work budget"
     meta = {**best.meta, **extra, "auto": note}
     if label not in ("batches", "timed", "deep_batches"):
         meta["pipeline"] = label
@@ -204,8 +231,11 @@ def _optimal(kind: str, topology: Topology, ranks: Sequence[int] | None,
                     budget=budget, pipeline="batches" if pipeline == "auto" else pipeline,
                     steps=steps)
     group = resolve_group(topology, ranks)
-    batched, parts = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
-                                     budget=budget)
+    try:
+        batched, parts = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
+                                         budget=budget)
+    except OverBudgetError:
+        batched, parts = None, ()
     return auto_pick(kind, topology, group, batched, parts, size, alpha, steps)
 
 

@@ -39,7 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..collective import allgather, allreduce, reduce_scatter
-from ..errors import NotSupportedError
+from ..errors import NotSupportedError, OverBudgetError
 from ..numeric import exp, log
 from ..optimum.maxflow import capacity_graph
 from ..optimum.packing import Packing, TreeClass, eulerian_reason, optimal_packing
@@ -56,12 +56,19 @@ from .forest_rows import (
 )
 from .free_partition import FREE_BUDGET, free_partition_allreduce
 
-__all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS", "MWU_GAP"]
+__all__ = ["topology_adaptive_allreduce", "mwu_packing", "mwu_gap", "MWU_ROUNDS", "MWU_GAP",
+           "MWU_WORK"]
 
 #: Most rounds of the multiplicative-weights packing (trees per worker).
 MWU_ROUNDS = 96
 #: The fallback stops at the first round within this factor of the exact cut optimum.
 MWU_GAP = 1.01
+#: Work budget of the automatic fallback to the multiplicative-weights packing when the
+#: exact packing is over its own budget, in ``MWU_ROUNDS x N^3`` (an arborescence over
+#: the members' complete digraph per root per round). About 30 us per unit on 2 cores
+#: (11 s for 16 ranks on ``dgx:2``, 47 s for 32 on ``dgx-h100:4``): the default admits
+#: 16 ranks.
+MWU_WORK = 400_000
 
 
 def mwu_packing(topology: Topology, ranks: Sequence[int] | None = None, *,
@@ -184,6 +191,13 @@ def _forests(topology: Topology, group: tuple[int, ...], method: str):
         try:
             return (optimal_packing(topology, group, reverse=True),
                     optimal_packing(topology, group), "exact")
+        except OverBudgetError as e:
+            work = MWU_ROUNDS * len(group) ** 3
+            if work > MWU_WORK:
+                raise OverBudgetError(f"{e}; the multiplicative-weights packing is estimated "
+                                      f"at {work:,} units, over its budget of "
+                                      f"{MWU_WORK:,}") from None
+            method = "mwu"
         except NotSupportedError:
             method = "mwu"
     require(method == "mwu", f"method must be 'auto', 'exact' or 'mwu', got {method!r}")
