@@ -128,6 +128,13 @@ def _training(a, gpt3, a100, CollectiveCoster, parse_parallel, parse_spec,
             ["import", "chakra", d, "--astra-network", f"{d}/network.yml",
              "--astra-system", f"{d}/system.json"]), float("nan")))
     if not a.skip_search:
+        # what a user gets by default: every algorithm, from the command line, cold
+        # (issue 30: the exact optima have work budgets; target 2 minutes)
+        rows.append(("search, default options (CLI, cold): Mixtral 8x7B, 1,024 GPUs, "
+                     "two-tier fat-tree", _cli(
+                         ["train", "--search", "-m", "mixtral-8x7b", "-t",
+                          "dgx-h100:128,scaleout=fat-tree", "--device", "h100",
+                          "--global-batch", "1024"]), 120.0))
         t0 = time.perf_counter()
         res = search_parallelism(gpt3, 1024, topo, a100, global_batch=1536,
                                  algorithms=ALGOS)
