@@ -155,6 +155,30 @@ def test_reverse_of_broadcast_is_reduce():
     assert verify(r).ok
 
 
+def test_reverse_reads_every_path_backwards():
+    """The reversed schedule's explicit paths run from the new source to the new
+    destination, node for node the old path backwards (empty paths stay empty), and it
+    verifies: a reduce-scatter from a switched fabric's allgather with paths."""
+    from topocoll.selection import find_algorithm
+    from topocoll.topology import fat_tree
+
+    t = fat_tree(4)
+    ag = find_algorithm("direct", "allgather")(t, paths="spread")
+    assert ag.has_paths
+    rs = reverse(ag, reduce_scatter(t.num_ranks, split=ag.collective.split))
+    ptr, old = ag.path_ptr, ag.path_nodes
+    want = np.concatenate([old[ptr[i]:ptr[i + 1]][::-1] for i in range(len(ptr) - 1)])
+    # same multiset of reversed paths (transfers are reordered by step)
+    got = sorted(tuple(rs.path_nodes[rs.path_ptr[i]:rs.path_ptr[i + 1]].tolist())
+                 for i in range(rs.num_transfers))
+    exp = sorted(tuple(want[ptr[i]:ptr[i + 1]].tolist()) for i in range(len(ptr) - 1))
+    assert got == exp
+    assert all(p[0] == int(a) and p[-1] == int(b) for p, a, b in zip(
+        (rs.path_nodes[rs.path_ptr[i]:rs.path_ptr[i + 1]] for i in range(rs.num_transfers)),
+        rs.src, rs.dst, strict=True) if len(p))
+    assert verify(rs, t).ok
+
+
 # ------------------------------------------------------------------ fingerprint
 def test_schedule_fingerprint_survives_files(tmp_path):
     from topocoll.schedule import load_schedule, save_schedule

@@ -156,10 +156,12 @@ def reverse(schedule: Schedule, collective: Collective, *, name: str = "",
 def _reversed_paths(s: Schedule):
     if s.path_ptr is None:
         return None, None
+    # every path read backwards: position i of the path [a, b) takes node a + b - 1 - i
+    ptr = np.asarray(s.path_ptr, dtype=np.int64)
+    seg = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    pos = np.arange(ptr[0], ptr[-1])
     nodes = s.path_nodes.copy()
-    for t in np.flatnonzero(np.diff(s.path_ptr)):
-        a, b = s.path_ptr[t], s.path_ptr[t + 1]
-        nodes[a:b] = nodes[a:b][::-1]
+    nodes[pos] = s.path_nodes[ptr[:-1][seg] + ptr[1:][seg] - 1 - pos]
     return s.path_ptr, nodes
 
 
