@@ -21,7 +21,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..cost.kernel import model_time
 from ..errors import NotSupportedError, OverBudgetError
@@ -30,7 +30,7 @@ from ..optimum.timedlp import MAX_RANKS
 from ..schedule import Schedule
 from ..synth import DEFAULT_SIZE, forest, gather_parts, resolve_group, resolve_order
 from ..synth.direct import SPREAD_BUDGET
-from ..synth.forest import PipelinePart, optimal_batches
+from ..synth.forest import PipelinePart, optimal_batches, optimal_batches_plan
 from ..synth.forest_rows import TRANSFER_BUDGET
 from ..synth.registry import find_synthesizer
 from ..synth.timed import timed_schedule
@@ -140,7 +140,8 @@ def _ring_of_links(topology: Topology, group: tuple[int, ...]) -> bool:
                for a, b in zip(o, o[1:] + o[:1], strict=True))
 
 
-def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Schedule | None,
+def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
+              batched: Schedule | Callable[[], Schedule] | None,
               parts: Sequence[PipelinePart], size: float, alpha: float,
               steps: int | None) -> Schedule:
     """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
@@ -152,21 +153,33 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
     :data:`AUTO_SLACK` of the exact bound, in that order (the timed LP costs seconds; the
     others milliseconds to a second; the deeper batches come last because the timed
     schedule, where in reach, is as fast to build and closer).
-    ``parts``: the allgather-shaped parts of ``batched``. ``batched`` None (the exact
+    ``parts``: the allgather-shaped parts of ``batched`` (a schedule, or a function that
+    builds it: called only if the batches are kept). ``batched`` None (the exact
     packing over its work budget, :data:`~topocoll.optimum.packing.PACKING_WORK`): the
     one-pass constructions only (the timed LP and the deeper batches start from the
     packing), :class:`~topocoll.errors.OverBudgetError` if none applies. The choice and
     the times of the candidates weighed, as fractions of the bound, go to
     ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
+    if batched is not None and not isinstance(batched, Schedule):
+        plan = batched
+
+        def build() -> Schedule:
+            nonlocal batched
+            if not isinstance(batched, Schedule):
+                batched = plan()
+            return batched
+    else:
+        def build() -> Schedule:
+            return batched
     if size <= 0 and batched is not None:
-        return batched
+        return build()
     bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
                 / len(group) for rev in gather_parts(kind))
     if batched is not None:
         t_b = sum(p.time(topology, size / len(group), alpha) for p in parts)
         if t_b <= bound * (1 + AUTO_SLACK):
-            return batched
-        best, t_best, label, extra = batched, t_b, "batches", {}
+            return build()
+        best, t_best, label, extra = None, t_b, "batches", {}
         weighed = {"batches": t_b}
     else:       # the exact packing is over its work budget: the one-pass constructions
         best, t_best, label, extra = None, float("inf"), "", {}
@@ -199,14 +212,17 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...], batched: Sc
     if t_best > bound * (1 + AUTO_SLACK) and batched is not None:
         deep, _ = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
                                   budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)))
-        if deep.meta.get("batches") != batched.meta.get("batches"):   # else the same
+        if deep.meta.get("batches") != str(parts[0].P):   # else the same as the batches
             weighed["deep_batches"] = model_time(deep, topology, size, alpha)
             if weighed["deep_batches"] < t_best:
                 best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
+    if label == "batches":
+        best = build()
     if best is None:
         raise OverBudgetError(f"optimal: the exact tree packing is over its work budget and "
                               f"no one-pass construction applies to {len(group)} ranks on "
                               f"{topology.name}")
+
     def frac(v: float) -> float:
         return v / bound if bound > 0 else 1.0
 
@@ -232,8 +248,8 @@ def _optimal(kind: str, topology: Topology, ranks: Sequence[int] | None,
                     steps=steps)
     group = resolve_group(topology, ranks)
     try:
-        batched, parts = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
-                                         budget=budget)
+        batched, parts = optimal_batches_plan(kind, topology, ranks=group, size=size,
+                                              alpha=alpha, budget=budget)
     except OverBudgetError:
         batched, parts = None, ()
     return auto_pick(kind, topology, group, batched, parts, size, alpha, steps)

@@ -30,7 +30,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +65,8 @@ from .timed import timed_schedule
 
 __all__ = ["optimal_allgather", "optimal_reduce_scatter", "optimal_allreduce",
            "optimal_broadcast", "optimal_reduce", "optimal_unsupported_reason",
-           "optimal_batches", "PipelinePart", "PIPELINES", "choose_batches", "CHUNK_BUDGET"]
+           "optimal_batches", "optimal_batches_plan", "PipelinePart", "PIPELINES",
+           "choose_batches", "CHUNK_BUDGET"]
 
 #: How the trees are pipelined: equal batches, LP-sized batches (more chunks: ``16 P``
 #: per slot, too many for MSCCL export), or per-arc sends from a time-expanded LP
@@ -364,20 +365,21 @@ class PipelinePart:
                             self.reversed)
 
 
-def optimal_batches(kind: str, topology: Topology, *, ranks: Sequence[int] | None = None,
-                    batches: int | None = None, size: float = DEFAULT_SIZE,
-                    alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
-                    weighted: bool = False) -> tuple[Schedule, tuple[PipelinePart, ...]]:
-    """The batches pipeline of ``kind`` (allgather, reduce_scatter or allreduce) and its
+def optimal_batches_plan(kind: str, topology: Topology, *,
+                         ranks: Sequence[int] | None = None, batches: int | None = None,
+                         size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                         budget: int = TRANSFER_BUDGET, weighted: bool = False
+                         ) -> tuple[Callable[[], Schedule], tuple[PipelinePart, ...]]:
+    """The plan of :func:`optimal_batches`: a function that builds the schedule, and its
     allgather-shaped parts in run order, for callers that estimate its time per part
-    (:meth:`PipelinePart.time`) without routing every transfer.
+    (:meth:`PipelinePart.time`) and build it only if they keep it (the portfolio).
 
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> s, parts = optimal_batches("allreduce", ring(4), batches=1)
-    >>> s.num_steps, [p.reversed for p in parts]
-    (6, [True, False])
+    >>> build, parts = optimal_batches_plan("allreduce", ring(4), batches=1)
+    >>> [p.reversed for p in parts], build().num_steps
+    ([True, False], 6)
     """
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
@@ -386,26 +388,49 @@ def optimal_batches(kind: str, topology: Topology, *, ranks: Sequence[int] | Non
         rev = kind == "reduce_scatter"
         group, rows, P, u = _gather_like(topology, group, batches, size, alpha, rev, None,
                                          budget, weighted=weighted)
-        split = _split(rows, P, u)
-        meta = _meta(rows, P, u, "trees_per_root")
-        s = build_rows(allgather(group, split=split), rows, P, units=u)
-        s = reverse(s, reduce_scatter(group, split=split), name="optimal", meta=meta) \
-            if rev else s.replace(name="optimal", meta=meta)
-        return s, (PipelinePart(rows, P, u, rev),)
+        def build() -> Schedule:
+            split = _split(rows, P, u)
+            meta = _meta(rows, P, u, "trees_per_root")
+            s = build_rows(allgather(group, split=split), rows, P, units=u)
+            return reverse(s, reduce_scatter(group, split=split), name="optimal",
+                           meta=meta) if rev else s.replace(name="optimal", meta=meta)
+        return build, (PipelinePart(rows, P, u, rev),)
     require(kind == "allreduce", f"optimal batches are built for allgather, reduce_scatter "
                                  f"and allreduce, not {kind}")
     Q = _allreduce_quantum(topology, group)
     _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
                                     budget // 2, weighted=weighted)
     _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)
-    split = _split(ag_rows, P, u)
-    ag = build_rows(allgather(group, split=split), ag_rows, P, units=u)
-    # the reduce-scatter runs its batches in reverse: its small last batches come first
-    rs = reverse(build_rows(allgather(group, split=split), rs_rows, P, units=u),
-                 reduce_scatter(group, split=split))
-    s = concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
-               meta=_meta(ag_rows, P, u, "trees_per_root"))
-    return s, (PipelinePart(rs_rows, P, u, True), PipelinePart(ag_rows, P, u, False))
+
+    def build() -> Schedule:
+        split = _split(ag_rows, P, u)
+        ag = build_rows(allgather(group, split=split), ag_rows, P, units=u)
+        # the reduce-scatter runs its batches in reverse: its small last batches come first
+        rs = reverse(build_rows(allgather(group, split=split), rs_rows, P, units=u),
+                     reduce_scatter(group, split=split))
+        return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
+                      meta=_meta(ag_rows, P, u, "trees_per_root"))
+    return build, (PipelinePart(rs_rows, P, u, True), PipelinePart(ag_rows, P, u, False))
+
+
+def optimal_batches(kind: str, topology: Topology, *, ranks: Sequence[int] | None = None,
+                    batches: int | None = None, size: float = DEFAULT_SIZE,
+                    alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
+                    weighted: bool = False) -> tuple[Schedule, tuple[PipelinePart, ...]]:
+    """The batches pipeline of ``kind`` (allgather, reduce_scatter or allreduce) and its
+    allgather-shaped parts in run order (:func:`optimal_batches_plan`, built).
+
+    Examples
+    --------
+    >>> from topocoll.topology import ring
+    >>> s, parts = optimal_batches("allreduce", ring(4), batches=1)
+    >>> s.num_steps, [p.reversed for p in parts]
+    (6, [True, False])
+    """
+    build, parts = optimal_batches_plan(kind, topology, ranks=ranks, batches=batches,
+                                        size=size, alpha=alpha, budget=budget,
+                                        weighted=weighted)
+    return build(), parts
 
 
 def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
