@@ -27,13 +27,12 @@ from ._common import headless_pyplot, save_figure, write_json
 __all__ = ["STUDY_JOBS", "STUDY_GPUS", "SAVINGS_GPUS", "run_design_study",
            "write_design_study", "rail_only_savings"]
 
-#: (name, model, box, global batch per GPU, sizes, least-cost comparison). The MoE and
-#: DLRM jobs run at 1,024 GPUs only: Mixtral at 8,192 took 26 minutes for its families
-#: (the expert all-to-alls on every fabric), and DLRM's all-to-all over every GPU (a
-#: million transfers at 1,024, 67 million at 8,192) took 8 minutes per set of families
-#: at 1,024 (``docs/studies/design.md``).
+#: (name, model, box, global batch per GPU, sizes, least-cost comparison). The DLRM job
+#: runs at 1,024 GPUs only: its all-to-all over every GPU (a million transfers at 1,024,
+#: 67 million at 8,192) took 8 minutes per set of families at 1,024; Mixtral at 8,192
+#: takes 25 minutes (``docs/studies/design.md``).
 STUDY_JOBS = (("dense", "llama3-70b", "dgx-h100", 1, (1024, 8192), True),
-              ("moe", "mixtral-8x7b", "dgx-h100", 1, (1024,), True),
+              ("moe", "mixtral-8x7b", "dgx-h100", 1, (1024, 8192), True),
               ("dlrm", "dlrm", "dgx-a100", 32, (1024,), False))
 STUDY_GPUS = (1024, 8192)
 #: The families of the least-cost comparison (LIBRA's and the torus's line rates are not
