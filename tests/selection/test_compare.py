@@ -100,3 +100,22 @@ def test_two_level_is_planned_for_the_largest_size():
     assert all(r.params == {"size": 2**30} and r.verified for r in mine)
     big = {r.algorithm: r.time_s for r in rows if r.size_bytes == 2**30}
     assert big["two_level"] < big["direct"] / 2          # uplinks: direct pays 3.2x
+
+
+def test_an_option_set_over_its_work_budget_leaves_the_others(monkeypatch):
+    """With the exact packing over its budget, the fixed-batches option sets of `optimal`
+    are skipped and its own choice (pipeline auto: the one-pass constructions) is still
+    compared; an algorithm with nothing left says why."""
+    from topocoll.selection import compare_algorithms
+    from topocoll.topology import parse_spec
+
+    monkeypatch.setenv("TOPOCOLL_PACKING_WORK", "10")
+    skipped: list = []
+    rows = compare_algorithms(parse_spec("dgx:2"), "allreduce", [2**20],
+                              algorithms=["optimal"], skipped=skipped)
+    assert [r.params.get("pipeline") for r in rows] == ["auto"] and rows[0].verified
+    assert not skipped
+    with pytest.raises(NotSupportedError, match="topology_adaptive: the exact tree packing "
+                                                "of 24 ranks.*multiplicative-weights.*over"):
+        compare_algorithms(parse_spec("dgx:3"), "allreduce", [2**20],
+                           algorithms=["topology_adaptive"])

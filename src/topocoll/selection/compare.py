@@ -21,7 +21,7 @@ import numpy as np
 
 from ..collective import Collective, make_collective
 from ..cost import AlphaBeta, CostModel, SimResult
-from ..errors import NotSupportedError
+from ..errors import NotSupportedError, OverBudgetError
 from ..optimum import lower_bound
 from ..schedule import Schedule
 from ..synth import Synthesizer
@@ -204,6 +204,7 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
         if progress:
             progress(syn.name)
         cap_batches = math.inf
+        over_budget, shown = None, False
         for opts in _candidates(syn, topology, group, sizes):
             if opts.get("batches", 0) > cap_batches:
                 continue
@@ -214,6 +215,11 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
                 kwargs["root"] = collective.root
             try:
                 sched = synthesize(syn, topology, kwargs, cache=cache)
+            except OverBudgetError as e:
+                # this option set is over a work budget; another (the portfolio's own
+                # choice) may not be
+                over_budget = over_budget or str(e)
+                continue
             except NotSupportedError as e:
                 skipped.append((syn.name, str(e)))
                 break
@@ -232,7 +238,10 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
                 ok = cache.verified(sched, topology,
                                     lambda s, t: verify(s, t, collect=True).ok)
             results = model.evaluate_sizes(sched, topology, sizes)
+            shown = True
             yield Evaluated(syn.name, dict(opts), sched, ok, tuple(results))
+        if over_budget and not shown:
+            skipped.append((syn.name, over_budget))
 
 
 def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
