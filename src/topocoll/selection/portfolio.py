@@ -141,9 +141,8 @@ def _ring_of_links(topology: Topology, group: tuple[int, ...]) -> bool:
 
 
 def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
-              batched: Schedule | Callable[[], Schedule] | None,
-              parts: Sequence[PipelinePart], size: float, alpha: float,
-              steps: int | None) -> Schedule:
+              batched: Callable[[], Schedule] | None, parts: Sequence[PipelinePart],
+              size: float, alpha: float, steps: int | None) -> Schedule:
     """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
     bounds: :meth:`~topocoll.synth.forest.PipelinePart.time`,
     :func:`~topocoll.cost.kernel.model_time`), of
@@ -153,32 +152,22 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
     :data:`AUTO_SLACK` of the exact bound, in that order (the timed LP costs seconds; the
     others milliseconds to a second; the deeper batches come last because the timed
     schedule, where in reach, is as fast to build and closer).
-    ``parts``: the allgather-shaped parts of ``batched`` (a schedule, or a function that
-    builds it: called only if the batches are kept). ``batched`` None (the exact
+    ``batched`` builds the batches pipeline (:func:`~topocoll.synth.forest.
+    optimal_batches_plan`; called only if it is kept), ``parts`` are its allgather-shaped
+    parts, which time it without building it. ``batched`` None (the exact
     packing over its work budget, :data:`~topocoll.optimum.packing.PACKING_WORK`): the
     one-pass constructions only (the timed LP and the deeper batches start from the
     packing), :class:`~topocoll.errors.OverBudgetError` if none applies. The choice and
     the times of the candidates weighed, as fractions of the bound, go to
     ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
-    if batched is not None and not isinstance(batched, Schedule):
-        plan = batched
-
-        def build() -> Schedule:
-            nonlocal batched
-            if not isinstance(batched, Schedule):
-                batched = plan()
-            return batched
-    else:
-        def build() -> Schedule:
-            return batched
     if size <= 0 and batched is not None:
-        return build()
+        return batched()
     bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
                 / len(group) for rev in gather_parts(kind))
     if batched is not None:
         t_b = sum(p.time(topology, size / len(group), alpha) for p in parts)
         if t_b <= bound * (1 + AUTO_SLACK):
-            return build()
+            return batched()
         best, t_best, label, extra = None, t_b, "batches", {}
         weighed = {"batches": t_b}
     else:       # the exact packing is over its work budget: the one-pass constructions
@@ -217,7 +206,7 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
             if weighed["deep_batches"] < t_best:
                 best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
     if label == "batches":
-        best = build()
+        best = batched()
     if best is None:
         raise OverBudgetError(f"optimal: the exact tree packing is over its work budget and "
                               f"no one-pass construction applies to {len(group)} ranks on "
