@@ -451,6 +451,10 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("libra-min-cost", ["libra", "--objective", "min-cost", "-c", "B0 + B1 + B2 + B3 <= 5"],
      2, "time-target"),
     ("libra-pareto", ["libra", "--pareto", "{d}/x.svg"], 2, "x.svg"),
+    ("libra-job-weight", ["libra", "-j", "gpt3-175b:weight=-2"], 2, "weight"),
+    ("libra-job-and-model", ["libra", "-j", "gpt3-175b", "-m", "resnet50"], 2, "--job"),
+    ("libra-job-file-parallel", ["libra", "-j", "{d}/w.txt+{d}/c.yml:tp=4"], 2, "--job"),
+    ("libra-job-empty", ["libra", "-j", ":weight=1"], 2, "--job"),
     # --- sweep options
     ("sweep-backend", ["sweep", "run", "{d}/s.json", "--backend", "dask"], 2, "backend"),
     ("sweep-address", ["sweep", "run", "{d}/s.json", "--address", "x:1"], 2, "address"),

@@ -131,3 +131,30 @@ def test_the_readme_s_libra_files_are_shipped_and_run():
     d = _json.loads(r.stdout)
     assert d["status"] == "optimal" and d["workload"] == "GPT_3"
     assert d["time_s"] <= d["equal_split_time_s"]
+
+
+def test_libra_jobs_make_a_weighted_mix():
+    ex = "examples/libra"
+    r = runner.invoke(app, ["libra", "--network", f"{ex}/4d_network.yml", "-c",
+                            "B0 + B1 + B2 + B3 == 500", "-j", "gpt3-175b:tp=16",
+                            "-j", "megatron-1t:tp=128,weight=1",
+                            "-j", f"{ex}/GPT_3.txt+{ex}/GPT_3_4d.yml:weight=2", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    jobs = d["workloads"]
+    assert [j["weight"] for j in jobs] == [0.25, 0.25, 0.5]
+    assert jobs[0]["name"].startswith("gpt3-175b tp=16") and jobs[2]["name"] == "GPT_3"
+    assert d["time_s"] == pytest.approx(sum(j["weight"] * j["time_s"] for j in jobs))
+    for j in jobs:                       # sharing a fabric never beats a job's own optimum
+        assert j["time_s"] >= j["own_optimum_time_s"] * (1 - 1e-6)
+    # the same GPT-3 from our model and from its exported LIBRA file: the same optimum
+    assert jobs[0]["own_optimum_bandwidth_GBps"] == pytest.approx(
+        jobs[2]["own_optimum_bandwidth_GBps"], rel=1e-2)
+    one = json.loads(runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500",
+                                         "-m", "megatron-1t", "-p", "tp=128",
+                                         "--json"]).stdout)
+    assert one["time_s"] == pytest.approx(jobs[1]["own_optimum_time_s"], rel=1e-6)
+    t = runner.invoke(app, ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "-j",
+                            "gpt3-175b:tp=16,seq=1024", "-j", "resnet50:weight=3"])
+    assert t.exit_code == 0, t.output
+    assert "own optimum" in t.stdout and "weighted mean iteration" in t.stdout

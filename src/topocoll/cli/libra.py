@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -31,9 +32,16 @@ def libra(
         help="LIBRA text workload (with --communicator).")] = None,
     communicator: Annotated[str | None, typer.Option(
         help="LIBRA communicator YAML (Forward, InputGrad, WeightGrad).")] = None,
-    model: Annotated[str, typer.Option(
-        "--model", "-m", help="A model (topocoll list models) when no --workload.")]
-        = "gpt3-175b",
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="A model (topocoll list models) when no --workload "
+                              "[default: gpt3-175b].")] = None,
+    job: Annotated[list[str] | None, typer.Option(
+        "--job", "-j", help="A workload of a multi-workload design, repeatable: "
+                            "MODEL[:k=v,...] with parallelism keys and weight "
+                            "(gpt3-175b:tp=16,weight=2) or WORKLOAD.txt+COMMUNICATOR.yml"
+                            "[:weight=W] (LIBRA's files); the time is the weighted mean "
+                            "iteration (weights default 1).")]
+        = None,
     parallel: Annotated[str, typer.Option(
         "--parallel", "-p", help="tp=T,dp=D (TP on the innermost dimensions).")]
         = "tp=16,dp=256",
@@ -82,6 +90,7 @@ def libra(
         LOOPS,
         OBJECTIVES,
         PHASES,
+        WorkloadMix,
         cost,
         equal_split,
         iteration_time,
@@ -91,11 +100,8 @@ def libra(
         read_cost_model,
         read_libra_workload,
         solve,
-        workload_from_layered,
-        workload_from_model,
     )
     from ..fabric import pareto as pareto_curve
-    from ..workload import LAYERED, find_device, parse_model, parse_parallel
 
     if objective not in OBJECTIVES:
         raise InputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got "
@@ -126,21 +132,17 @@ def libra(
         parse_constraint(c, len(net.dims))
     if (workload is None) != (communicator is None):
         raise InputError("--workload and --communicator go together", item="--communicator")
-    if workload is not None:
+    if job and (workload is not None or model is not None):
+        raise InputError("--job names every workload of a mix; leave out --model and "
+                         "--workload", item="--job")
+    if job:
+        w = WorkloadMix(tuple(_job(x, net, parallel, device, batch_per_npu, global_batch)
+                              for x in job))
+    elif workload is not None:
         w = read_libra_workload(workload, read_communicator(communicator, len(net.dims)))
-    elif model in LAYERED:
-        w = workload_from_layered(net, LAYERED[model], find_device(device),
-                                  batch_per_npu=batch_per_npu)
     else:
-        par = parse_parallel(parallel)
-        if "dp=" not in parallel.replace(" ", ""):
-            if net.npus % (par.tp * par.pp):
-                raise InputError(f"--parallel: {net.npus} NPUs are not a multiple of tp x pp",
-                                 item="--parallel")
-            par = par.with_(dp=net.npus // (par.tp * par.pp), global_batch=None)
-        if global_batch is not None:
-            par = par.with_(global_batch=global_batch)
-        w = workload_from_model(net, parse_model(model), par, find_device(device))
+        w = _model_workload(net, model or "gpt3-175b", parallel, device, batch_per_npu,
+                            global_batch)
     r = solve(net, w, objective=objective, constraints=cons, budget=budget,
               time_target=time_target, model=tm)
     rec = r.to_dict()
@@ -174,7 +176,20 @@ def libra(
     for i, (d, b) in enumerate(zip(net.dims, r.bandwidth_GBps, strict=True)):
         tab.add_row(str(i), d.block, str(d.size), d.cost_class, f"{b:.4g}", f"{eq[i]:.4g}")
     out.print(tab)
-    out.print(f"iteration {r.time_s:.6g} s, cost ${r.cost_usd:,.0f}; equal split "
+    if r.workloads:
+        jt = Table(title="each workload at this allocation, at the equal split and at its "
+                         "own optimum")
+        for col in ("workload", "weight", "time (s)", "equal split (s)", "own optimum (s)",
+                    "x own optimum"):
+            jt.add_column(col, justify="left" if col == "workload" else "right")
+        for x in r.workloads:
+            own = x["own_optimum_time_s"]
+            jt.add_row(x["name"], f"{x['weight']:.3g}", f"{x['time_s']:.6g}",
+                       f"{x['equal_split_time_s']:.6g}", "-" if own is None else f"{own:.6g}",
+                       "-" if own is None else f"{x['time_s'] / own:.3f}")
+        out.print(jt)
+    mean = "weighted mean iteration" if r.workloads else "iteration"
+    out.print(f"{mean} {r.time_s:.6g} s, cost ${r.cost_usd:,.0f}; equal split "
               f"{r.equal_split_time_s:.6g} s (speedup {r.equal_split_time_s / r.time_s:.3f}x)"
               f"; solver status {r.status}, duality gap {r.gap:.1e}", highlight=False)
     if mine is not None:
@@ -226,6 +241,69 @@ def _checked(net, w, r, tm, chosen, mine) -> dict:
         c["checked_bandwidth_GBps"] = cands
         c["best_checked"] = min(checked, key=lambda n: (checked[n], n))
     return c
+
+
+def _model_workload(net, model: str, parallel: str, device: str, batch_per_npu: int,
+                    global_batch: int | None):
+    """A model's workload on ``net``: a layered model data-parallel on every NPU, a
+    transformer with ``parallel`` (dp, when missing, fills the network)."""
+    from ..fabric import workload_from_layered, workload_from_model
+    from ..workload import LAYERED, find_device, parse_model, parse_parallel
+
+    if model in LAYERED:
+        return workload_from_layered(net, LAYERED[model], find_device(device),
+                                     batch_per_npu=batch_per_npu)
+    par = parse_parallel(parallel)
+    if "dp=" not in parallel.replace(" ", ""):
+        if net.npus % (par.tp * par.pp):
+            raise InputError(f"--parallel: {net.npus} NPUs are not a multiple of tp x pp",
+                             item="--parallel")
+        par = par.with_(dp=net.npus // (par.tp * par.pp), global_batch=None)
+    if global_batch is not None:
+        par = par.with_(global_batch=global_batch)
+    return workload_from_model(net, parse_model(model), par, find_device(device))
+
+
+def _job(spec: str, net, parallel: str, device: str, batch_per_npu: int,
+         global_batch: int | None):
+    """``(workload, weight)`` of one ``--job``: ``SOURCE[:k=v,...]`` where ``SOURCE`` is
+    a model name or LIBRA's ``WORKLOAD.txt+COMMUNICATOR.yml``; the fields are ``weight``,
+    parallelism keys (``tp=16,dp=256``; without them, ``--parallel``) and model fields
+    (``seq=4096``), told apart by name."""
+    from ..fabric import read_communicator, read_libra_workload
+    from ..workload import PARALLEL_KEYS
+
+    item = f"--job '{spec}'"
+    source, _, rest = spec.strip().partition(":")
+    source = source.strip()
+    if not source:
+        raise InputError(f"--job {spec!r} names no workload", item=item)
+    weight, par, fields = 1.0, [], []
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        k, eq, v = part.partition("=")
+        k = k.strip().lower()
+        if k == "weight" and eq:
+            try:
+                weight = float(v)
+            except ValueError:
+                weight = float("nan")
+            if not (math.isfinite(weight) and weight > 0):
+                raise InputError(f"--job {spec!r}: weight must be a positive number, got "
+                                 f"{v.strip()!r}", item=item)
+        elif k in PARALLEL_KEYS:
+            par.append(part)
+        else:
+            fields.append(part)
+    if "+" in source:
+        if par or fields:
+            raise InputError(f"--job {spec!r}: a LIBRA workload file takes only weight= (its "
+                             f"communicator file sets the parallelism)", item=item)
+        wfile, _, cfile = source.partition("+")
+        return read_libra_workload(wfile.strip(), read_communicator(
+            cfile.strip(), len(net.dims))), weight
+    model = source + (":" + ",".join(fields) if fields else "")
+    return _model_workload(net, model, ",".join(par) if par else parallel, device,
+                           batch_per_npu, global_batch), weight
 
 
 def _per_dim(text: str, D: int, option: str) -> list[str]:

@@ -46,7 +46,8 @@ from ..numeric import dot
 
 __all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "LibraLayer", "Workload", "PRICES",
            "COST_CLASSES", "GB", "parse_network", "dimension_traffic", "check_workload",
-           "cost", "parse_constraint", "equal_split", "OBJECTIVES"]
+           "cost", "parse_constraint", "equal_split", "OBJECTIVES", "WorkloadMix",
+           "workload_parts"]
 
 #: Unit prices in $ per GB/s per NPU-link (LIBRA's cost-model YAML, tie-breakers dropped).
 PRICES: dict[str, dict[str, float]] = {
@@ -234,6 +235,53 @@ class Workload:
         return cls(tuple(acc.values()), compute, name, tuple(layers), tail_s)
 
 
+@dataclass(frozen=True)
+class WorkloadMix:
+    """Several workloads that the network is designed for, each with a weight: LIBRA's
+    multi-workload objective (the GroupOpt of its 2021 prototype) minimizes
+    ``sum_w weight_w T_w(B)``. Each workload runs alone on the whole network (a portfolio
+    of target jobs, not jobs at the same time). Weights are normalized to sum 1, so the
+    objective is the weighted mean iteration time.
+
+    Examples
+    --------
+    >>> a = Workload((LibraCollective("allreduce", 1e9, (4, 8)),), compute_s=0.1, name="a")
+    >>> b = Workload((LibraCollective("alltoall", 1e8, (4, 8)),), compute_s=0.2, name="b")
+    >>> [round(x, 3) for _, x in WorkloadMix(((a, 3.0), (b, 1.0))).parts]
+    [0.75, 0.25]
+    """
+
+    parts: tuple[tuple[Workload, float], ...]
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise InputError("a workload mix needs at least one workload", item="--job")
+        total = 0.0
+        for w, x in self.parts:
+            if not isinstance(w, Workload):
+                raise InputTypeError(f"a mix holds workloads, got {type(w).__name__}",
+                                     item="--job")
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0):
+                raise InputError(f"workload {w.name or '?'}: the weight must be a positive "
+                                 f"number, got {x!r}", item=f"--job '{w.name}'")
+            total += float(x)
+        object.__setattr__(self, "parts", tuple((w, float(x) / total) for w, x in self.parts))
+        if not self.name:
+            object.__setattr__(self, "name", " + ".join(
+                f"{x:.3g} x {w.name or '?'}" for w, x in self.parts))
+
+    @property
+    def compute_s(self) -> float:
+        """Weighted compute seconds (no collective time)."""
+        return sum(x * w.compute_s for w, x in self.parts)
+
+
+def workload_parts(w: Workload | WorkloadMix) -> tuple[tuple[Workload, float], ...]:
+    """``((workload, weight), ...)``: a mix's parts, or the one workload with weight 1."""
+    return w.parts if isinstance(w, WorkloadMix) else ((w, 1.0),)
+
+
 def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray:
     """Bytes per NPU on each dimension for one collective (section 5.3)."""
     c = [x if x and x > 1 else 1 for x in comm]
@@ -259,15 +307,17 @@ def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray
     return out
 
 
-def check_workload(net: LibraNetwork, w: Workload) -> np.ndarray:
+def check_workload(net: LibraNetwork, w: Workload | WorkloadMix) -> np.ndarray:
     """Bytes per NPU on each dimension over the whole iteration (LIBRA's traffic), after
-    checking every communicator against the network.
+    checking every communicator against the network (a mix: the weighted traffic).
 
     Raises
     ------
     InputError
         Naming the communicator or the dimension that does not fit the network.
     """
+    if isinstance(w, WorkloadMix):
+        return sum((x * check_workload(net, p) for p, x in w.parts), np.zeros(len(net.dims)))
     D = len(net.dims)
     total = np.zeros(D)
     colls = list(w.collectives)

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .libra import GB, LibraNetwork, Workload, check_workload
+from .libra import GB, LibraNetwork, Workload, WorkloadMix, check_workload
 from .libra_time import LIBRA_MODEL, TimeModel, collective_time, iteration_time
 
 __all__ = ["check_allocation", "sub_fabric", "MAX_ALLTOALL_RANKS"]
@@ -142,11 +142,13 @@ class _Simulator:
         return {x: got.get(x) or self._run(spec, kind, x) for x in sizes}
 
 
-def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[float],
-                     model: TimeModel = LIBRA_MODEL, chosen: dict | None = None, *,
-                     backend: str = "flow") -> dict:
+def check_allocation(net: LibraNetwork, w: Workload | WorkloadMix,
+                     bandwidth_GBps: Sequence[float], model: TimeModel = LIBRA_MODEL,
+                     chosen: dict | None = None, *, backend: str = "flow") -> dict:
     """Simulate every distinct collective of ``w`` on the fabric of ``bandwidth_GBps``
-    (see the module docstring) and recompose the iteration.
+    (see the module docstring) and recompose the iteration. A mix is checked workload
+    by workload (each runs alone on the fabric) and its times are the weighted means;
+    ``workloads`` then holds each workload's own check.
 
     Returns
     -------
@@ -158,6 +160,19 @@ def check_allocation(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[fl
         ``flow_s``, ``analytical_s`` (the same schedule under the alpha-beta model), the
         schedule and the sub-fabric.
     """
+    if isinstance(w, WorkloadMix):
+        each = [check_allocation(net, p, bandwidth_GBps, model, chosen, backend=backend)
+                for p, _ in w.parts]
+        t_model = sum(x * c["iteration_s"] for (_, x), c in zip(w.parts, each, strict=True))
+        t_flow = sum(x * c["flow_iteration_s"]
+                     for (_, x), c in zip(w.parts, each, strict=True))
+        return {"backend": backend, "iteration_s": t_model, "flow_iteration_s": t_flow,
+                "ratio": t_flow / t_model if t_model else None,
+                "complete": all(c["complete"] for c in each),
+                "simulations": sum(c["simulations"] for c in each),
+                "collectives": [r for c in each for r in c["collectives"]],
+                "workloads": [{"name": p.name, "weight": x, **c}
+                              for (p, x), c in zip(w.parts, each, strict=True)]}
     check_workload(net, w)
     b = np.asarray(bandwidth_GBps, float)
     seen: dict = {}

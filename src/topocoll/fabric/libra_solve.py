@@ -44,10 +44,12 @@ from .libra import (
     OBJECTIVES,
     LibraNetwork,
     Workload,
+    WorkloadMix,
     check_workload,
     cost,
     equal_split,
     parse_constraint,
+    workload_parts,
 )
 from .libra_conic import Conic
 from .libra_time import (
@@ -55,6 +57,7 @@ from .libra_time import (
     TimeModel,
     choose_algorithms,
     collective_terms,
+    distinct_collectives,
     iteration_time,
 )
 
@@ -85,6 +88,9 @@ class LibraResult:
     model: TimeModel = LIBRA_MODEL
     algorithms: tuple = ()
     rounds: int = 1
+    #: Of a mix: per workload its name, weight, time at this allocation and at the equal
+    #: split, and its own optimum (the same objective and limits for it alone).
+    workloads: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         return {"objective": self.objective, "status": self.status,
@@ -97,20 +103,18 @@ class LibraResult:
                 "algorithms": [{"kind": k[0], "size_bytes": k[1], "comm": list(k[2]),
                                 "dimension": i, "phase": ph, "algorithm": a}
                                for (k, i, ph), a in self.algorithms],
-                "choose_rounds": self.rounds}
+                "choose_rounds": self.rounds, "workloads": [dict(x) for x in self.workloads]}
 
 
 class _Program:
     """The cone program of one solve (see the module docstring)."""
 
-    def __init__(self, net: LibraNetwork, w: Workload, model: TimeModel, chosen: dict,
-                 constraints: Sequence[str], *, min_bw: float, max_cost: float | None,
+    def __init__(self, net: LibraNetwork, w: Workload | WorkloadMix, model: TimeModel,
+                 chosen: dict, constraints: Sequence[str], *, min_bw: float, max_cost: float | None,
                  max_time: float | None, minimize: str) -> None:
         D = len(net.dims)
         p = self.p = Conic()
-        colls = {}
-        for c in [*w.collectives, *(x for ly in w.layers for x in (*ly.fwd, *ly.ig, *ly.wg))]:
-            colls.setdefault((c.kind, float(c.size), tuple(c.comm)), c)
+        colls = {(c.kind, float(c.size), tuple(c.comm)): c for c in distinct_collectives(w)}
         terms = {k: collective_terms(net, c, model, chosen) for k, c in colls.items()}
         # the cheapest allocation without a time target needs no time terms (leaving them
         # in adds variables that nothing bounds above, which the solver handles poorly)
@@ -150,44 +154,12 @@ class _Program:
             return row
 
         # T is the time beyond the compute (the exposed communication), so that a
-        # compute-dominated iteration does not drown the terms the solver trades
+        # compute-dominated iteration does not drown the terms the solver trades; of a
+        # mix, the weighted sum of its workloads' (LIBRA's multi-workload objective)
         self.T = T = p.var()
-        if model.loop == "no_overlap":
-            self.offset = w.compute_s
-            p.linear({T: 1.0, **{v: -x for v, x in total(w.collectives).items()}}, "==", 0.0)
-        else:
-            if not w.layers:
-                raise InputError("the overlap loop needs a per-layer workload (a LIBRA text "
-                                 "workload or a model)", item="--loop")
-            # e (backward compute end) and g (last weight-gradient collective's end) are
-            # kept relative to the compute done by then, K: e' = e - K, g' = g - K
-            F = p.var()
-            row = total(x for ly in w.layers for x in ly.fwd)
-            p.linear({F: 1.0, **{v: -x for v, x in row.items()}}, "==", 0.0)
-            e = g = F
-            for ly in reversed(w.layers):
-                step = ly.ig_s + ly.wg_s                 # K grows by this
-                e2 = p.var()
-                p.linear({e2: 1.0, e: -1.0, **{v: -x for v, x in total(ly.ig).items()}}, "==",
-                         0.0)
-                wg = total(ly.wg)
-                if wg:
-                    g2 = p.var()
-                    neg = {v: -x for v, x in wg.items()}
-                    p.linear({g2: 1.0, e2: -1.0, **neg}, ">=", 0.0)
-                    p.linear({g2: 1.0, g: -1.0, **neg}, ">=", -step / tau)
-                    g = g2
-                elif g != e:
-                    g2 = p.var()                         # g' falls behind by the compute
-                    p.linear({g2: 1.0, g: -1.0}, ">=", -step / tau)
-                    p.linear({g2: 1.0, e2: -1.0}, ">=", 0.0)
-                    g = g2
-                else:
-                    g = e2
-                e = e2
-            self.offset = w.compute_s
-            p.linear({T: 1.0, e: -1.0}, ">=", 0.0)
-            p.linear({T: 1.0, g: -1.0}, ">=", 0.0)
+        self.offset = w.compute_s
+        p.linear({T: 1.0, **{self._exposed(part, model, total, tau): -x
+                             for part, x in workload_parts(w)}}, "==", 0.0)
         for text in constraints:        # each row scaled to a largest coefficient of 1
             a, c, op, rhs = parse_constraint(text, D)
             row = (a * beta + c * kap)
@@ -203,6 +175,47 @@ class _Program:
             self.objective = {T: 1.0}
         else:                           # cost, normalized by its value at b = 1
             self.objective = {b[i]: kap[i] / float(kap.sum()) for i in range(D)}
+
+    def _exposed(self, w: Workload, model: TimeModel, total, tau: float) -> int:
+        """A variable bounding the communication ``w`` exposes beyond its compute (in
+        units of ``tau``) under ``model``'s loop."""
+        p = self.p
+        E = p.var()
+        if model.loop == "no_overlap":
+            p.linear({E: 1.0, **{v: -x for v, x in total(w.collectives).items()}}, "==", 0.0)
+            return E
+        if not w.layers:
+            raise InputError("the overlap loop needs a per-layer workload (a LIBRA text "
+                             "workload or a model)", item="--loop")
+        # e (backward compute end) and g (last weight-gradient collective's end) are
+        # kept relative to the compute done by then, K: e' = e - K, g' = g - K
+        F = p.var()
+        row = total(x for ly in w.layers for x in ly.fwd)
+        p.linear({F: 1.0, **{v: -x for v, x in row.items()}}, "==", 0.0)
+        e = g = F
+        for ly in reversed(w.layers):
+            step = ly.ig_s + ly.wg_s                 # K grows by this
+            e2 = p.var()
+            p.linear({e2: 1.0, e: -1.0, **{v: -x for v, x in total(ly.ig).items()}}, "==",
+                     0.0)
+            wg = total(ly.wg)
+            if wg:
+                g2 = p.var()
+                neg = {v: -x for v, x in wg.items()}
+                p.linear({g2: 1.0, e2: -1.0, **neg}, ">=", 0.0)
+                p.linear({g2: 1.0, g: -1.0, **neg}, ">=", -step / tau)
+                g = g2
+            elif g != e:
+                g2 = p.var()                         # g' falls behind by the compute
+                p.linear({g2: 1.0, g: -1.0}, ">=", -step / tau)
+                p.linear({g2: 1.0, e2: -1.0}, ">=", 0.0)
+                g = g2
+            else:
+                g = e2
+            e = e2
+        p.linear({E: 1.0, e: -1.0}, ">=", 0.0)
+        p.linear({E: 1.0, g: -1.0}, ">=", 0.0)
+        return E
 
     def solve(self, constraints: Sequence[str]) -> tuple[np.ndarray, float]:
         try:
@@ -412,7 +425,7 @@ class _Search:
         return min([*vals, f1, f2, f_fast], key=lambda x: x[0])[1]
 
 
-def solve(net: LibraNetwork, workload: Workload, *, objective: str = "perf",
+def solve(net: LibraNetwork, workload: Workload | WorkloadMix, *, objective: str = "perf",
           constraints: Sequence[str] = (), budget: float | None = None,
           time_target: float | None = None, min_bw: float = 1e-3,
           rtol: float = 1e-6, model: TimeModel = LIBRA_MODEL) -> LibraResult:
@@ -420,6 +433,9 @@ def solve(net: LibraNetwork, workload: Workload, *, objective: str = "perf",
     ``min-cost``) under ``constraints`` (strings, see
     :func:`~topocoll.fabric.libra.parse_constraint`), a dollar ``budget`` and, for
     ``min-cost``, ``time_target`` seconds, with the time of ``model`` (LIBRA's by default).
+    For a :class:`~topocoll.fabric.libra.WorkloadMix` the time is the weighted mean
+    iteration (``min-cost``'s target applies to it), and the result's ``workloads`` say
+    what each workload gets and what its own optimum would give it.
 
     Raises
     ------
@@ -463,14 +479,33 @@ def solve(net: LibraNetwork, workload: Workload, *, objective: str = "perf",
         chosen = new
     T = iteration_time(net, workload, b, model, chosen)
     eq = equal_split(net, float(np.sum(b)))
+    eq_chosen = choose_algorithms(net, workload, model, eq)
+    parts = workload_parts(workload)
+    per = []
+    if isinstance(workload, WorkloadMix):
+        for p, x in parts:
+            row = {"name": p.name, "weight": x,
+                   "time_s": iteration_time(net, p, b, model, chosen),
+                   "equal_split_time_s": iteration_time(net, p, eq, model, eq_chosen),
+                   "own_optimum_time_s": None, "own_optimum_cost_usd": None,
+                   "own_optimum_bandwidth_GBps": None}
+            try:
+                own = solve(net, p, objective=objective, constraints=cons, budget=budget,
+                            time_target=time_target, min_bw=min_bw, rtol=rtol, model=model)
+            except InfeasibleError as e:         # the mix's time target, for it alone
+                row["own_optimum_note"] = str(e)
+            else:
+                solves += own.solves
+                row.update(own_optimum_time_s=own.time_s, own_optimum_cost_usd=own.cost_usd,
+                           own_optimum_bandwidth_GBps=list(own.bandwidth_GBps))
+            per.append(row)
     return LibraResult(objective, "optimal", tuple(float(x) for x in b), T, cost(net, b),
-                       iteration_time(net, workload, eq, model,
-                                      choose_algorithms(net, workload, model, eq)),
+                       iteration_time(net, workload, eq, model, eq_chosen),
                        cost(net, eq), net.spec(b), solves, gap, model,
-                       tuple(sorted(chosen.items(), key=repr)), rounds)
+                       tuple(sorted(chosen.items(), key=repr)), rounds, tuple(per))
 
 
-def pareto(net: LibraNetwork, workload: Workload, *, points: int = 50,
+def pareto(net: LibraNetwork, workload: Workload | WorkloadMix, *, points: int = 50,
            constraints: Sequence[str] = (), min_bw: float = 1e-3,
            slowest: float = 10.0, model: TimeModel = LIBRA_MODEL
            ) -> list[tuple[float, float, tuple]]:

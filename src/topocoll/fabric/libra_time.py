@@ -54,10 +54,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .libra import GB, LibraCollective, LibraNetwork, Workload, dimension_traffic
+from .libra import (
+    GB,
+    LibraCollective,
+    LibraNetwork,
+    Workload,
+    WorkloadMix,
+    dimension_traffic,
+    workload_parts,
+)
 
 __all__ = ["TimeModel", "LIBRA_MODEL", "ALGORITHMS", "PHASES", "LOOPS", "dim_profile",
-           "collective_terms", "collective_time", "iteration_time", "choose_algorithms"]
+           "collective_terms", "collective_time", "iteration_time", "choose_algorithms",
+           "distinct_collectives"]
 
 PHASES = ("pipelined", "sequential")
 LOOPS = ("no_overlap", "overlap")
@@ -245,14 +254,14 @@ def _key(coll: LibraCollective) -> tuple:
     return (coll.kind, float(coll.size), tuple(coll.comm))
 
 
-def choose_algorithms(net: LibraNetwork, w: Workload, model: TimeModel,
+def choose_algorithms(net: LibraNetwork, w: Workload | WorkloadMix, model: TimeModel,
                       bandwidth_GBps: Sequence[float]) -> dict:
     """For the dimensions whose algorithm is ``choose``: the fastest candidate per
     collective, dimension and phase at ``bandwidth_GBps``."""
     out: dict = {}
     if not model.algorithms or "choose" not in model.algorithms:
         return out
-    for coll in _all_collectives(w):
+    for coll in distinct_collectives(w):
         traffic = dimension_traffic(coll.kind, coll.size, coll.comm)
         for i, t in enumerate(traffic):
             if t <= 0 or model.algorithm(i) != "choose":
@@ -266,11 +275,14 @@ def choose_algorithms(net: LibraNetwork, w: Workload, model: TimeModel,
     return out
 
 
-def _all_collectives(w: Workload) -> list[LibraCollective]:
+def distinct_collectives(w: Workload | WorkloadMix) -> list[LibraCollective]:
+    """The distinct collectives of ``w`` (of every workload of a mix), first seen first."""
     seen, out = set(), []
-    colls = list(w.collectives)
-    for ly in w.layers:
-        colls += [*ly.fwd, *ly.ig, *ly.wg]
+    colls = []
+    for p, _ in workload_parts(w):
+        colls += p.collectives
+        for ly in p.layers:
+            colls += [*ly.fwd, *ly.ig, *ly.wg]
     for c in colls:
         if _key(c) not in seen:
             seen.add(_key(c))
@@ -301,11 +313,15 @@ def collective_time(kind: str, size: float, comm: Sequence[int],
                      np.asarray(bandwidth_GBps, float), model.phases)
 
 
-def iteration_time(net: LibraNetwork, w: Workload, bandwidth_GBps: Sequence[float],
-                   model: TimeModel = LIBRA_MODEL, chosen: dict | None = None,
-                   times: dict | None = None) -> float:
-    """Seconds of one iteration under ``model`` (LIBRA's by default). ``times`` maps a
-    collective's key to its seconds instead of the model (the flow-level check)."""
+def iteration_time(net: LibraNetwork, w: Workload | WorkloadMix,
+                   bandwidth_GBps: Sequence[float], model: TimeModel = LIBRA_MODEL,
+                   chosen: dict | None = None, times: dict | None = None) -> float:
+    """Seconds of one iteration under ``model`` (LIBRA's by default); of a mix, the
+    weighted mean of its workloads' iterations. ``times`` maps a collective's key to its
+    seconds instead of the model (the flow-level check)."""
+    if isinstance(w, WorkloadMix):
+        return sum(x * iteration_time(net, p, bandwidth_GBps, model, chosen, times)
+                   for p, x in w.parts)
     model.check(net)
     b = np.asarray(bandwidth_GBps, float)
     memo: dict = {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError, InputTypeError
 
-__all__ = ["Parallelism", "parse_parallel", "groups", "RECOMPUTE", "ORDERS"]
+__all__ = ["Parallelism", "parse_parallel", "groups", "RECOMPUTE", "ORDERS", "PARALLEL_KEYS"]
 
 RECOMPUTE = ("none", "selective", "full")
 ORDERS = ("tp-dp-pp", "tp-pp-dp")
@@ -133,6 +133,9 @@ _KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "ep": "ep", "mb": "micro_batch",
          "zero": "zero", "sp": "sequence_parallel", "sequence_parallel": "sequence_parallel",
          "recompute": "recompute", "interleave": "interleave", "vpp": "interleave",
          "order": "order"}
+#: The keys :func:`parse_parallel` reads (a model spec's fields are other names, so the
+#: two may share one ``k=v`` list, as ``topocoll libra --job`` does).
+PARALLEL_KEYS = tuple(sorted(_KEYS))
 
 
 def parse_parallel(text: str, *, world: int | None = None, **defaults) -> Parallelism:
