@@ -455,6 +455,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("libra-job-and-model", ["libra", "-j", "gpt3-175b", "-m", "resnet50"], 2, "--job"),
     ("libra-job-file-parallel", ["libra", "-j", "{d}/w.txt+{d}/c.yml:tp=4"], 2, "--job"),
     ("libra-job-empty", ["libra", "-j", ":weight=1"], 2, "--job"),
+    ("libra-mix-weights", ["libra", "-j", "gpt3-175b", "--mix-weights", "cost"], 2,
+     "--mix-weights"),
     # --- sweep options
     ("sweep-backend", ["sweep", "run", "{d}/s.json", "--backend", "dask"], 2, "backend"),
     ("sweep-address", ["sweep", "run", "{d}/s.json", "--address", "x:1"], 2, "address"),

@@ -158,3 +158,15 @@ def test_libra_jobs_make_a_weighted_mix():
                             "gpt3-175b:tp=16,seq=1024", "-j", "resnet50:weight=3"])
     assert t.exit_code == 0, t.output
     assert "own optimum" in t.stdout and "weighted mean iteration" in t.stdout
+
+
+def test_libra_mix_weighed_by_slowdown_minimizes_the_mean_slowdown():
+    base = ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "-j", "gpt3-175b:tp=16", "-j",
+            "resnet50", "--json", "--mix-weights"]
+    by_time = json.loads(runner.invoke(app, [*base, "time"]).stdout)
+    by_slow = json.loads(runner.invoke(app, [*base, "slowdown"]).stdout)
+    assert by_slow["mean_slowdown"] < by_time["mean_slowdown"]
+    assert by_time["mean_slowdown"] == pytest.approx(
+        sum(0.5 * x["time_s"] / x["own_optimum_time_s"] for x in by_time["workloads"]))
+    # weighed by slowdown, the short job (ResNet-50, ms iterations) dominates the weights
+    assert by_slow["workloads"][1]["weight"] > 0.9

@@ -45,6 +45,10 @@ def libra(
     parallel: Annotated[str, typer.Option(
         "--parallel", "-p", help="tp=T,dp=D (TP on the innermost dimensions).")]
         = "tp=16,dp=256",
+    mix_weights: Annotated[str, typer.Option(
+        help="With --job: time (the weights multiply iteration times) or slowdown (they "
+             "multiply each job's time over its own optimum's, so short jobs count as "
+             "much as long ones).")] = "time",
     device: Annotated[str, typer.Option(help="Device preset for compute times.")]
         = "a100-80g",
     global_batch: Annotated[int | None, typer.Option(help="Sequences per iteration.")] = None,
@@ -99,6 +103,7 @@ def libra(
         read_communicator,
         read_cost_model,
         read_libra_workload,
+        slowdown_mix,
         solve,
     )
     from ..fabric import pareto as pareto_curve
@@ -135,6 +140,7 @@ def libra(
     if job and (workload is not None or model is not None):
         raise InputError("--job names every workload of a mix; leave out --model and "
                          "--workload", item="--job")
+    choice_opt(mix_weights, ("time", "slowdown"), "--mix-weights")
     if job:
         w = WorkloadMix(tuple(_job(x, net, parallel, device, batch_per_npu, global_batch)
                               for x in job))
@@ -143,9 +149,18 @@ def libra(
     else:
         w = _model_workload(net, model or "gpt3-175b", parallel, device, batch_per_npu,
                             global_batch)
+    user = [x for _, x in w.parts] if job else []
+    if job and mix_weights == "slowdown":
+        w = slowdown_mix(net, w, objective=objective, constraints=cons, budget=budget,
+                         time_target=time_target, model=tm)
     r = solve(net, w, objective=objective, constraints=cons, budget=budget,
               time_target=time_target, model=tm)
     rec = r.to_dict()
+    if r.workloads and all(x["own_optimum_time_s"] for x in r.workloads):
+        # against each job's own optimum, weighted as the user weighted the jobs
+        rec["mean_slowdown"] = sum(u * x["time_s"] / x["own_optimum_time_s"]
+                                   for u, x in zip(user, r.workloads, strict=True))
+        rec["mix_weights"] = mix_weights
     chosen = dict(r.algorithms)
     if mine is not None:
         t_mine = iteration_time(net, w, mine, tm, chosen)
@@ -188,6 +203,9 @@ def libra(
                        f"{x['equal_split_time_s']:.6g}", "-" if own is None else f"{own:.6g}",
                        "-" if own is None else f"{x['time_s'] / own:.3f}")
         out.print(jt)
+    if "mean_slowdown" in rec:
+        out.print(f"mean slowdown against each job's own optimum: {rec['mean_slowdown']:.4f}x"
+                  f" (your weights; the solve weighs {mix_weights})", highlight=False)
     mean = "weighted mean iteration" if r.workloads else "iteration"
     out.print(f"{mean} {r.time_s:.6g} s, cost ${r.cost_usd:,.0f}; equal split "
               f"{r.equal_split_time_s:.6g} s (speedup {r.equal_split_time_s / r.time_s:.3f}x)"

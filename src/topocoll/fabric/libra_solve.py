@@ -61,7 +61,7 @@ from .libra_time import (
     iteration_time,
 )
 
-__all__ = ["LibraResult", "solve", "pareto", "conflicting"]
+__all__ = ["LibraResult", "solve", "pareto", "conflicting", "slowdown_mix"]
 
 #: Relative margin above the cheapest feasible cost where cost-constrained searches start.
 _EDGE = 1e-4
@@ -503,6 +503,27 @@ def solve(net: LibraNetwork, workload: Workload | WorkloadMix, *, objective: str
                        iteration_time(net, workload, eq, model, eq_chosen),
                        cost(net, eq), net.spec(b), solves, gap, model,
                        tuple(sorted(chosen.items(), key=repr)), rounds, tuple(per))
+
+
+def slowdown_mix(net: LibraNetwork, mix: WorkloadMix, **kwargs) -> WorkloadMix:
+    """``mix`` reweighted so that each workload's weight is divided by the time of its own
+    optimum (``solve`` with ``kwargs`` for it alone): the weighted mean time of the new mix
+    is the weighted mean *slowdown* against each workload's own best fabric, so a short
+    job counts as much as a long one.
+
+    Examples
+    --------
+    >>> from topocoll.fabric.libra import LibraCollective, Workload, parse_network
+    >>> net = parse_network("hier:ring(4)x switch(8)")
+    >>> a = Workload((LibraCollective("allreduce", 1e9, (4, -1)),), compute_s=1.0, name="a")
+    >>> b = Workload((LibraCollective("allreduce", 1e9, (-1, 8)),), compute_s=0.01, name="b")
+    >>> m = slowdown_mix(net, WorkloadMix(((a, 1.0), (b, 1.0))), constraints=["B0 + B1 == 100"])
+    >>> [round(x, 3) for _, x in m.parts]      # 1 / 1.015 s and 1 / 0.0275 s, normalized
+    [0.026, 0.974]
+    """
+    own = [solve(net, p, **kwargs).time_s for p, _ in mix.parts]
+    return WorkloadMix(tuple((p, x / t) for (p, x), t in zip(mix.parts, own, strict=True)),
+                       name=f"slowdown of {mix.name}")
 
 
 def pareto(net: LibraNetwork, workload: Workload | WorkloadMix, *, points: int = 50,
