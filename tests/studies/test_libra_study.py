@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from topocoll.studies.libra import run_libra_study, write_libra_study
+from topocoll.studies.libra import (
+    render_mix_table,
+    run_libra_mix,
+    run_libra_study,
+    write_libra_study,
+)
 
 
 def test_libra_study_one_network(tmp_path):
@@ -30,3 +35,19 @@ def test_libra_study_one_network(tmp_path):
     assert len(json.loads(paths[0].read_text())) == 6
     table = paths[1].read_text()
     assert table.count("| 4d |") == 6 and "gain (flow)" in table
+
+
+def test_libra_study_mix(tmp_path):
+    names = ["GPT-3 (TP-16, DP-256)", "Turing-NLG (DP-4096)"]
+    mixes = run_libra_mix(networks=["4d"], workloads=names)
+    assert [(m.model, m.weights) for m in mixes] == [
+        ("libra", "time"), ("libra", "slowdown"), ("rich", "time"), ("rich", "slowdown")]
+    for m in mixes:
+        # no job beats its own optimum; weighed by slowdown, the mean slowdown is least
+        assert min(m.slowdown) >= 1 - 1e-6
+        assert sum(m.bandwidth_GBps) == pytest.approx(500, rel=1e-6)
+    for t, s in (mixes[:2], mixes[2:]):
+        assert s.mean_slowdown <= t.mean_slowdown + 1e-6
+        assert s.mean_slowdown <= s.equal_mean_slowdown
+    table = render_mix_table(mixes, names)
+    assert table.count("| 4d |") == 4 and "| GPT-3 | Turing-NLG |" in table

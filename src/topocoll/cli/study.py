@@ -190,18 +190,21 @@ def _libra(output: Path, as_json: bool) -> None:
     from ..studies.libra import (
         LIBRA_NETWORKS,
         LIBRA_WORKLOADS,
+        run_libra_mix,
         run_libra_study,
         write_libra_study,
     )
 
     with Progress(console=err, transient=True, disable=as_json) as bar:
-        task = bar.add_task("LIBRA study", total=len(LIBRA_NETWORKS) * len(LIBRA_WORKLOADS))
+        task = bar.add_task("LIBRA study",
+                            total=len(LIBRA_NETWORKS) * (len(LIBRA_WORKLOADS) + 4))
 
         def step(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
         cases = run_libra_study(step=step)
-    paths = write_libra_study(output, cases)
+        mixes = run_libra_mix(step=step)
+    paths = write_libra_study(output, cases, mixes)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
         return
@@ -211,6 +214,11 @@ def _libra(output: Path, as_json: bool) -> None:
                   f"B = {' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} GB/s  "
                   f"{c.time_s:.4g} s{flow} (equal split {c.equal_time_s:.4g} s, speedup "
                   f"{c.speedup:.3f}), ${c.cost_usd / 1e6:.2f}M", highlight=False)
+    for m in mixes:
+        out.print(f"{m.network} all workloads at once, {m.model} model, weighed by "
+                  f"{m.weights}: B = {' / '.join(f'{x:.1f}' for x in m.bandwidth_GBps)} GB/s, "
+                  f"mean slowdown against each job's own optimum {m.mean_slowdown:.3f} "
+                  f"(equal split {m.equal_mean_slowdown:.3f})", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 

@@ -13,9 +13,11 @@ from pathlib import Path
 from ..errors import InputError
 from ..fabric import (
     TimeModel,
+    WorkloadMix,
     check_allocation,
     iteration_time,
     parse_network,
+    slowdown_mix,
     solve,
     workload_from_layered,
     workload_from_model,
@@ -23,7 +25,8 @@ from ..fabric import (
 from ..workload import LAYERED, find_device, parse_model, parse_parallel
 
 __all__ = ["LIBRA_NETWORKS", "LIBRA_WORKLOADS", "RICH_LATENCY_S", "LibraCase",
-           "rich_model", "run_libra_study", "write_libra_study", "render_tables"]
+           "rich_model", "run_libra_study", "write_libra_study", "render_tables", "MixCase",
+           "run_libra_mix", "render_mix_table"]
 
 #: LIBRA's shipped networks (algorithms.md section 5.2).
 LIBRA_NETWORKS = {"3d": "hier:ring(16)x fc(8)x switch(32)",
@@ -139,6 +142,79 @@ def run_libra_study(total_GBps: float = 500.0, *, check: bool = True,
     return out
 
 
+@dataclass(frozen=True)
+class MixCase:
+    """One network designed for every workload at once (LIBRA's multi-workload objective):
+    ``weights`` is ``time`` (equal weights on iteration times) or ``slowdown`` (equal
+    weights on each job's time over its own optimum's); per workload, in
+    :data:`LIBRA_WORKLOADS` order, its slowdown against its own optimum at the mix's
+    allocation and at the equal split."""
+
+    network: str
+    model: str
+    weights: str
+    bandwidth_GBps: tuple[float, ...]
+    cost_usd: float
+    slowdown: tuple[float, ...]
+    equal_slowdown: tuple[float, ...]
+
+    @property
+    def mean_slowdown(self) -> float:
+        return sum(self.slowdown) / len(self.slowdown)
+
+    @property
+    def equal_mean_slowdown(self) -> float:
+        return sum(self.equal_slowdown) / len(self.equal_slowdown)
+
+
+def run_libra_mix(total_GBps: float = 500.0, *, networks: Sequence[str] | None = None,
+                  workloads: Sequence[str] | None = None,
+                  step: Callable[[str], None] | None = None) -> list[MixCase]:
+    """Per network, one allocation for all the workloads (or those named) under
+    ``B0 + ... == total_GBps``, with LIBRA's model and the richer one, weighed by time and
+    by slowdown; each workload's time at it against its own ``perf`` optimum."""
+    out = []
+    for nname in networks or LIBRA_NETWORKS:
+        net = parse_network(LIBRA_NETWORKS[nname])
+        D = len(net.dims)
+        cons = [" + ".join(f"B{i}" for i in range(D)) + f" == {total_GBps:g}"]
+        mix = WorkloadMix(tuple((_workload(net, n), 1.0) for n in workloads or LIBRA_WORKLOADS))
+        for mname, model in (("libra", TimeModel()), ("rich", rich_model(D))):
+            for weights in ("time", "slowdown"):
+                if step:
+                    step(f"{nname} mix {mname} {weights}")
+                m = mix if weights == "time" else slowdown_mix(net, mix, constraints=cons,
+                                                               model=model)
+                r = solve(net, m, constraints=cons, model=model)
+                own = [x["own_optimum_time_s"] for x in r.workloads]
+                out.append(MixCase(
+                    nname, mname, weights, r.bandwidth_GBps, r.cost_usd,
+                    tuple(x["time_s"] / t for x, t in zip(r.workloads, own, strict=True)),
+                    tuple(x["equal_split_time_s"] / t
+                          for x, t in zip(r.workloads, own, strict=True))))
+    return out
+
+
+def render_mix_table(mixes: list[MixCase], names: Sequence[str] | None = None) -> str:
+    """The multi-workload table of ``docs/studies/libra.md`` (Markdown): each workload's
+    slowdown against its own optimum at the shared allocation (equal split in
+    brackets)."""
+    names = list(names or LIBRA_WORKLOADS)
+    short = [n.split(" (")[0] for n in names]
+    head = ("| net | model | weights | B (GB/s per NPU) | cost ($M) | "
+            + " | ".join(short) + " | mean | equal split mean |\n|"
+            + "---|" * (7 + len(names)))
+    rows = [head]
+    for c in mixes:
+        cells = [f"{x:.3f} ({e:.3f})" for x, e in zip(c.slowdown, c.equal_slowdown,
+                                                       strict=True)]
+        rows.append(f"| {c.network} | {c.model} | {c.weights} | "
+                    f"{' / '.join(f'{x:.1f}' for x in c.bandwidth_GBps)} | "
+                    f"{c.cost_usd / 1e6:.2f} | " + " | ".join(cells)
+                    + f" | {c.mean_slowdown:.3f} | {c.equal_mean_slowdown:.3f} |")
+    return "\n".join(rows) + "\n"
+
+
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{1e3 * x:.1f}" if x >= 0.1 else f"{1e3 * x:.3f}"
 
@@ -172,8 +248,10 @@ def render_tables(cases: list[LibraCase]) -> str:
     return "\n".join(rows) + "\n\n" + "\n".join(rich) + "\n"
 
 
-def write_libra_study(directory: str | Path, cases: list[LibraCase]) -> list[Path]:
-    """``libra-results.json`` and ``libra-results.md`` (the tables) in ``directory``."""
+def write_libra_study(directory: str | Path, cases: list[LibraCase],
+                      mixes: Sequence[MixCase] = ()) -> list[Path]:
+    """``libra-results.json`` and ``libra-results.md`` (the tables) in ``directory``; with
+    ``mixes``, also ``libra-mix.json`` and the multi-workload table."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     p = d / "libra-results.json"
@@ -181,5 +259,15 @@ def write_libra_study(directory: str | Path, cases: list[LibraCase]) -> list[Pat
                               "perf_per_cost_gain": c.perf_per_cost_gain} for c in cases],
                             indent=1, sort_keys=True) + "\n")
     m = d / "libra-results.md"
-    m.write_text(render_tables(cases))
-    return [p, m]
+    text = render_tables(cases)
+    out = [p, m]
+    if mixes:
+        text += "\n" + render_mix_table(list(mixes))
+        x = d / "libra-mix.json"
+        x.write_text(json.dumps([{**asdict(c), "workloads": list(LIBRA_WORKLOADS),
+                                  "mean_slowdown": c.mean_slowdown,
+                                  "equal_mean_slowdown": c.equal_mean_slowdown}
+                                 for c in mixes], indent=1, sort_keys=True) + "\n")
+        out.append(x)
+    m.write_text(text)
+    return out
