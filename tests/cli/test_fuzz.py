@@ -557,6 +557,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("report-not-html", ["report", "{d}/scalar.json", "-o", "{d}/r.txt"], 2, "r.txt"),
     ("demo-output-dir", ["demo", "-o", "{d}/no/such/dir/r.md"], 2, "r.md"),
     ("study-output-unwritable", ["study", "libra", "-o", "/proc/st"], 2, "--output"),
+    ("study-swing-packet-hyperx", ["study", "swing-packet", "-t", "hyperx:4x4", "-o", "{d}"], 2,
+     "torus"),
     ("import-chakra-not-a-trace", ["import", "chakra", "{d}/garbage_et"], 2,
      "not a Chakra execution trace"),
     ("libra-network-no-topology", ["libra", "--network", "{d}/libra_empty.json"], 2,
