@@ -103,3 +103,34 @@ def test_bad_method_is_reported():
     from topocoll.errors import NotSupportedError
     with pytest.raises(NotSupportedError, match="method"):
         topology_adaptive_allreduce(ring(4), method="magic")
+
+
+def _complete(n: int, slow: dict, bw: float = 100e9 / 8):
+    import itertools
+
+    from topocoll.topology.explicit import from_edges
+
+    return from_edges([(i, j, slow.get((min(i, j), max(i, j)), 1.0) * bw)
+                       for i, j in itertools.permutations(range(n), 2)], num_ranks=n)
+
+
+def test_float_noise_in_bandwidths_keeps_the_exact_forests_small():
+    # 10% of 100 Gb/s computes as 1.2499999999999998e9 B/s; read exactly, the capacities
+    # would be 17-digit integers and the forests' quantum ~1e16 chunks (a MemoryError)
+    t = _complete(5, {(0, 1): 1 - 0.9, (2, 3): 1 - 0.9})
+    assert t.links[0].bandwidth != 1.25e9
+    s = topology_adaptive_allreduce(t, size=2.0 ** 20, partition="fixed")
+    assert verify(s, t).ok and s.num_transfers < 10_000
+    from topocoll.selection import find_algorithm
+    ag = find_algorithm("optimal", "allgather")(t, size=2.0 ** 20)
+    assert verify(ag, t).ok
+
+
+def test_capacities_without_a_small_common_unit_are_refused_up_front():
+    from topocoll.errors import OverBudgetError
+
+    t = _complete(4, {(0, 1): 1 / 3})          # 1/3 read to 12 digits: no small unit
+    with pytest.raises(OverBudgetError, match="chunks"):
+        topology_adaptive_allreduce(t, size=2.0 ** 20, partition="fixed")
+    s = topology_adaptive_allreduce(t, size=2.0 ** 20)     # auto: the free partitions
+    assert s.meta["partition"] == "free" and verify(s, t).ok

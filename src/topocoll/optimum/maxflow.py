@@ -118,8 +118,19 @@ class CutOptimum:
     max_flows: int
 
 
+#: Significant digits a bandwidth is read to. Floating noise below them (0.9 x 100 Gb/s
+#: computes as 9.999999999999998e9 B/s) would otherwise make the exact capacities
+#: 17-digit integers, and an exact packing as many trees.
+BANDWIDTH_DIGITS = 12
+
+
 def _exact(x: float) -> Fraction:
-    return Fraction(repr(float(x)))
+    """``x`` as an exact fraction, read to :data:`BANDWIDTH_DIGITS` significant digits.
+
+    >>> _exact(0.1 * 100e9) == _exact(10e9) == 10**10
+    True
+    """
+    return Fraction(f"{float(x):.{BANDWIDTH_DIGITS}g}")
 
 
 def capacity_graph(topology: Topology, ranks: Sequence[int] | None = None) -> CapacityGraph:

@@ -47,6 +47,7 @@ from ..schedule import Schedule, overlay, reverse
 from ..topology import Topology
 from ._common import DEFAULT_SIZE, require, resolve_group
 from .forest_rows import (
+    CHUNK_BUDGET,
     TRANSFER_BUDGET,
     build_rows,
     bundle_bandwidth,
@@ -294,6 +295,7 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
         return free_partition_allreduce(topology, ranks=group, batches=batches, size=size,
                                         alpha=alpha, budget=budget or FREE_BUDGET)
     pin, pout, used = _forests(topology, group, method)
+    free = None
     if partition == "auto":
         fixed = _fixed_fluid(topology, pin, pout, len(group))
         floor = _free_floor(topology, group)
@@ -307,8 +309,15 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
             return free.replace(meta={**free.meta, **why})
     elif partition == "fixed":
         why = {}
-    budget = budget or TRANSFER_BUDGET
     Q = math.lcm(quantum(pin), quantum(pout))
+    if partition == "auto" and Q * len(group) > CHUNK_BUDGET:
+        # the fixed forests' quantum is over the chunk budget (tree_rows would refuse):
+        # the free partitions' rounding has no such quantum
+        free = free or free_partition_allreduce(topology, ranks=group, batches=batches,
+                                                size=size, alpha=alpha,
+                                                budget=budget or FREE_BUDGET)
+        return free.replace(meta={**free.meta, **why, "fixed_quantum": str(Q)})
+    budget = budget or TRANSFER_BUDGET
     if batches is None:
         rows = tree_rows(pout, {r: i * Q for i, r in enumerate(group)}, Q, 1)
         batches = choose_batches(rows, topology, size / len(group) / Q, alpha=alpha,

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..collective import Collective
 from ..cost.kernel import barrier_time
+from ..errors import OverBudgetError
 from ..optimum.packing import Packing
 from ..schedule import Schedule, ScheduleBuilder
 from ..topology import Topology
@@ -92,7 +93,23 @@ def loopless(path: tuple[int, ...]) -> tuple[int, ...]:
 
 def tree_rows(p: Packing, base: dict[int, int], Q: int, P: int) -> Rows:
     """The rows of packing ``p``: root ``r``'s chunks start at ``base[r]``; each tree class
-    takes its share of ``Q`` chunks per batch (``P`` batches)."""
+    takes its share of ``Q`` chunks per batch (``P`` batches).
+
+    Raises
+    ------
+    OverBudgetError
+        When one batch alone would need more than :data:`CHUNK_BUDGET` chunks: the
+        exact forests' quantum ``Q`` is the least common multiple of the tree
+        multiplicities, large when the link capacities are not small multiples of one
+        unit (a link of a third of another's bandwidth read to 12 digits).
+    """
+    roots = len(p.per_root)
+    if Q * roots > CHUNK_BUDGET:
+        raise OverBudgetError(
+            f"the exact forests split each root's data into {Q:,} chunks ({Q * roots:,} a "
+            f"batch; budget {CHUNK_BUDGET:,}): the link capacities are not small multiples "
+            f"of one unit; round the bandwidths, or use another algorithm (for "
+            f"topology_adaptive, partition='free')")
     src, dst, depth, start, count, paths = [], [], [], [], [], []
     offset = dict.fromkeys(p.per_root, 0)
     for tc in p.classes():
