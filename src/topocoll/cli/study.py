@@ -15,8 +15,8 @@ __all__ = ["study"]
 @app.command()
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
-              help="Study to run: swing, swing-packet, validation, libra, topoopt, dlcp or "
-                   "design.")],
+              help="Study to run: swing, swing-packet, adaptive, validation, libra, topoopt, "
+                   "dlcp or design.")],
           output: Annotated[Path | None, typer.Option(
               "--output", "-o", help="Directory for the results page, JSON and figures "
                                      "(default: docs/studies of a topocoll checkout, when "
@@ -55,6 +55,9 @@ def study(name: Annotated[str, typer.Argument(
         return
     if name == "swing-packet":
         _swing_packet(output, topology, as_json)
+        return
+    if name == "adaptive":
+        _adaptive(output, as_json)
         return
 
     from ..studies.swing import (
@@ -142,8 +145,39 @@ def _swing_packet(output: Path, topology: list[str] | None, as_json: bool) -> No
     out.print(f"written: {js}, {md}", highlight=False)
 
 
+def _adaptive(output: Path, as_json: bool) -> None:
+    from rich.progress import Progress
+
+    from ..studies.adaptive import (
+        ADAPTIVE_SCENARIOS,
+        run_adaptive_study,
+        write_adaptive_study,
+    )
+
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("topology-adaptive study", total=len(ADAPTIVE_SCENARIOS))
+
+        def step(label: str) -> None:
+            bar.update(task, advance=1, description=label)
+
+        cases = run_adaptive_study(step=step)
+    paths = write_adaptive_study(output, cases)
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    for c in cases:
+        for what, times in [*c.collective_s.items(), *c.iteration_s.items()]:
+            sp = c.speedups(times)
+            best = min(sp, key=lambda b: (sp[b], b))
+            out.print(f"{c.scenario}, {what}: topology-adaptive {sp[best]:.2f}x faster than "
+                      f"the best baseline ({best}), {sp['ring']:.2f}x than the ring",
+                      highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
 #: The studies ``topocoll study`` regenerates.
-STUDIES = ("swing", "validation", "libra", "topoopt", "dlcp", "design", "swing-packet")
+STUDIES = ("swing", "validation", "libra", "topoopt", "dlcp", "design", "swing-packet",
+           "adaptive")
 
 
 def _output_dir(output: Path | None) -> Path:
