@@ -56,6 +56,8 @@ ADAPTIVE_SCENARIOS: dict[str, tuple[str, float, float]] = {
     "bimodal, spread 10": (f"bimodal:{_N},slow=10Gbps,bw=100Gbps,frac=0.125,"
                            f"density={_DENSITY:.3f},seed={_N}", 0, 0),
     "hosts, spread 10": ("hosts", 0, 0),
+    "contention: none (random, 100 Gb/s)": (
+        f"random:{_N},spread=1,density={_DENSITY:.3f},seed={_N}", 0, 0),
     "contention, 1/4 of cables at 50%": (
         f"random:{_N},spread=1,density={_DENSITY:.3f},seed={_N}", 0.25, 0.5),
     "contention, 1/4 of cables at 90%": (
