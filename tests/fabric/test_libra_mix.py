@@ -111,3 +111,25 @@ def test_bad_mixes_are_refused(parts):
         parts = ((_a(), -1.0),)
     with pytest.raises((InputError, InputTypeError)):
         WorkloadMix(parts)
+
+
+def test_libra_format_writer_refuses_what_the_format_cannot_hold(tmp_path):
+    from topocoll.fabric import LibraLayer, write_libra_inputs, write_libra_workload
+
+    two = Workload.from_layers([LibraLayer("l0", 1e-3, wg=(
+        LibraCollective("allreduce", 1e6, (4, 4, -1)),
+        LibraCollective("allreduce", 1e6, (-1, -1, 4))))])
+    with pytest.raises(InputError, match="one collective per phase"):
+        write_libra_workload(two, tmp_path / "w.txt", 3)
+    mixed = Workload.from_layers([
+        LibraLayer("l0", wg=(LibraCollective("allreduce", 1e6, (4, 4, -1)),)),
+        LibraLayer("l1", wg=(LibraCollective("allreduce", 1e6, (-1, -1, 4)),))])
+    with pytest.raises(InputError, match="one communicator per phase"):
+        write_libra_workload(mixed, tmp_path / "w.txt", 3)
+    # counts become bytes, the tail the first layer's weight-gradient compute
+    w = Workload.from_layers([LibraLayer("l0", 1e-3, 2e-3, 3e-3, fwd=(
+        LibraCollective("allreduce", 1e6, (4, -1, -1), count=3),))], tail_s=5e-3)
+    n, t, c = write_libra_inputs(tmp_path, "x", NET3, w)
+    assert t.read_text().split() == ["l0", "-1", "1000000", "ALLREDUCE", "3000000",
+                                     "2000000", "NONE", "0", "8000000", "NONE", "0", "0"]
+    assert "InputGrad: [-1, -1, -1]" in c.read_text() and "Switch" in n.read_text()

@@ -292,8 +292,9 @@ def _libra(output: Path, as_json: bool) -> None:
         def step(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
-        cases = run_libra_study(step=step)
-        mixes = run_libra_mix(step=step)
+        inputs = output / "libra-inputs"      # LIBRA's rows run from LIBRA's own formats
+        cases = run_libra_study(step=step, inputs=inputs)
+        mixes = run_libra_mix(step=step, inputs=inputs)
     paths = write_libra_study(output, cases, mixes)
     if as_json:
         print_json({"written": [str(p) for p in paths]})

@@ -36,7 +36,8 @@ from ..workload import (
 from .libra import LibraCollective, LibraLayer, LibraNetwork, Workload
 
 __all__ = ["read_libra_workload", "read_communicator", "read_cost_model", "communicators",
-           "workload_from_model", "workload_from_layered", "LIBRA_TYPES"]
+           "workload_from_model", "workload_from_layered", "LIBRA_TYPES",
+           "write_libra_workload", "write_libra_inputs"]
 
 #: LIBRA collective names and ours.
 LIBRA_TYPES = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather",
@@ -257,3 +258,90 @@ def workload_from_layered(net: LibraNetwork, model: LayeredModel, device: Device
         layers.insert(0, LibraLayer("embeddings", look, look, 0.0, fwd=a2a, ig=a2a))
     tail = device.memory_time(2 * 16 * model.dense_parameters)
     return Workload.from_layers(layers, f"{model.name} dp={net.npus},mb={b}", tail)
+
+
+def write_libra_workload(w: Workload, path: str | Path, dims: int
+                         ) -> dict[str, tuple[int, ...]]:
+    """Write ``w`` as a LIBRA text workload (12 fields per layer, times in ns, sizes in
+    bytes, both rounded to integers as LIBRA's files have them) and return its
+    communicator (NPUs in each of the ``dims`` dimensions for each phase, all ``-1`` for a
+    phase without collectives), which :func:`read_communicator` reads back from the YAML that
+    :func:`write_libra_inputs` writes.
+
+    LIBRA's format has one collective per layer and phase and one communicator per phase:
+    a collective that runs ``count`` times is written as one of ``count`` times the bytes
+    (the same time under LIBRA's bandwidth-only model), and compute after the backward
+    pass (``tail_s``, the optimizer update) is added to the first layer's weight gradient,
+    the last compute of the backward pass (LIBRA's loop has no update term).
+
+    Raises
+    ------
+    InputError
+        For a layer with two collectives in one phase, two communicators in one phase, or
+        a workload without layers.
+    """
+    if not w.layers:
+        raise InputError(f"workload {w.name!r} has no layers to write", item="workload")
+    inv = {v: k for k, v in LIBRA_TYPES.items() if v}
+    comm: dict[str, tuple[int, ...] | None] = dict.fromkeys(_PHASES)
+    lines = []
+    for i, ly in enumerate(w.layers):
+        f = [ly.name.replace(" ", "_") or f"layer_{i}", "-1"]
+        for ph, secs, colls in (("Forward", ly.fwd_s, ly.fwd), ("InputGrad", ly.ig_s, ly.ig),
+                                ("WeightGrad", ly.wg_s + (w.tail_s if i == 0 else 0.0),
+                                 ly.wg)):
+            if len(colls) > 1:
+                raise InputError(f"layer {ly.name}: LIBRA's format has one collective per "
+                                 f"phase, {ph} has {len(colls)}", item=f"layer '{ly.name}'")
+            f.append(str(round(secs * 1e9)))
+            if colls:
+                c = colls[0]
+                if comm[ph] is not None and comm[ph] != tuple(c.comm):
+                    raise InputError(f"LIBRA's format has one communicator per phase; {ph} "
+                                     f"uses {list(comm[ph])} and {list(c.comm)}",
+                                     item=f"layer '{ly.name}'")
+                comm[ph] = tuple(c.comm)
+                f += [inv[c.kind], str(round(c.size * c.count))]
+            else:
+                f += ["NONE", "0"]
+        f.append("0")
+        lines.append("\t".join(f))
+    Path(path).write_text("\n".join(lines) + "\n")
+    return {ph: v if v is not None else (-1,) * dims for ph, v in comm.items()}
+
+
+def write_libra_inputs(directory: str | Path, stem: str, net: LibraNetwork,
+                       w: Workload) -> tuple[Path, Path, Path]:
+    """LIBRA's three input files for ``w`` on ``net`` in ``directory``: the network
+    (``<stem>_network.yml``), the workload (``<stem>.txt``) and its communicator
+    (``<stem>_comm.yml``), readable by ``topocoll libra --network ... --workload ...
+    --communicator ...`` and by LIBRA itself.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from topocoll.fabric import parse_network
+    >>> from topocoll.workload import LAYERED, find_device
+    >>> net = parse_network("hier:ring(4)x switch(8)")
+    >>> w = workload_from_layered(net, LAYERED["resnet50"], find_device("a100-80g"))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     n, t, c = write_libra_inputs(d, "resnet50", net, w)
+    ...     back = read_libra_workload(t, read_communicator(c, 2))
+    ...     print(n.name, len(back.layers), abs(back.compute_s - w.compute_s) < 1e-6)
+    resnet50_network.yml 54 True
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    blocks = {"Ring": "Ring", "FullyConnected": "FullyConnected", "Switch": "Switch"}
+    net_p = d / f"{stem}_network.yml"
+    net_p.write_text(
+        f"# LIBRA network (written by topocoll): {net.spec()}\n"
+        f"Topology: [{', '.join(blocks[x.block] for x in net.dims)}]\n"
+        f"NpusCount: [{', '.join(str(x.size) for x in net.dims)}]\n"
+        f"CostDimension: [{', '.join(x.cost_class for x in net.dims)}]\n")
+    txt = d / f"{stem}.txt"
+    comm = write_libra_workload(w, txt, len(net.dims))
+    comm_p = d / f"{stem}_comm.yml"
+    comm_p.write_text(f"# LIBRA communicator (written by topocoll) for {w.name}\n" + "".join(
+        f"{ph}: [{', '.join(str(x) for x in comm[ph])}]\n" for ph in _PHASES))
+    return net_p, txt, comm_p

@@ -17,16 +17,19 @@ from ..fabric import (
     check_allocation,
     iteration_time,
     parse_network,
+    read_communicator,
+    read_libra_workload,
     slowdown_mix,
     solve,
     workload_from_layered,
     workload_from_model,
+    write_libra_inputs,
 )
 from ..workload import LAYERED, find_device, parse_model, parse_parallel
 
 __all__ = ["LIBRA_NETWORKS", "LIBRA_WORKLOADS", "RICH_LATENCY_S", "LibraCase",
            "rich_model", "run_libra_study", "write_libra_study", "render_tables", "MixCase",
-           "run_libra_mix", "render_mix_table"]
+           "run_libra_mix", "render_mix_table", "input_stem"]
 
 #: LIBRA's shipped networks (algorithms.md section 5.2).
 LIBRA_NETWORKS = {"3d": "hier:ring(16)x fc(8)x switch(32)",
@@ -93,6 +96,21 @@ def _workload(net, name: str):
     return workload_from_model(net, parse_model(model), parse_parallel(str(par)), dev)
 
 
+def input_stem(network: str, workload: str) -> str:
+    """The file stem of a case's LIBRA inputs: ``4d_GPT-3``, ``3d_ResNet-50``."""
+    return f"{network}_{workload.split(' (')[0].replace(' ', '_')}"
+
+
+def _libra_workload(net, nname: str, wname: str, inputs: Path | None):
+    """The case's workload as LIBRA reads it: written to LIBRA's three files in
+    ``inputs`` and read back (``None``: the workload itself)."""
+    w = _workload(net, wname)
+    if inputs is None:
+        return w
+    _, txt, comm = write_libra_inputs(inputs, input_stem(nname, wname), net, w)
+    return read_libra_workload(txt, read_communicator(comm, len(net.dims)), name=w.name)
+
+
 def _flow(c: dict) -> float | None:
     return c["flow_iteration_s"] if c["complete"] else None
 
@@ -100,11 +118,16 @@ def _flow(c: dict) -> float | None:
 def run_libra_study(total_GBps: float = 500.0, *, check: bool = True,
                     networks: Sequence[str] | None = None,
                     workloads: Sequence[str] | None = None,
-                    step: Callable[[str], None] | None = None) -> list[LibraCase]:
+                    step: Callable[[str], None] | None = None,
+                    inputs: str | Path | None = None) -> list[LibraCase]:
     """Every network x workload (or those named): LIBRA's ``perf`` and ``perf-per-cost``
     under ``B0 + ... == total_GBps`` (LIBRA's ``total_bw_500gbps`` constraint), and the
     richer model's ``perf``; with ``check``, each ``perf`` optimum simulated at flow
-    level."""
+    level. With ``inputs``, LIBRA's rows run from LIBRA-format files written there
+    (:func:`~topocoll.fabric.write_libra_inputs`, one set per case) and read back; the
+    richer model's rows keep the workload itself (its per-collective latencies need the
+    collective counts that LIBRA's format folds into sizes)."""
+    inputs = Path(inputs) if inputs is not None else None
     out = []
     for nname in networks or LIBRA_NETWORKS:
         net = parse_network(LIBRA_NETWORKS[nname])
@@ -120,10 +143,11 @@ def run_libra_study(total_GBps: float = 500.0, *, check: bool = True,
                 if e.item == "tp":
                     continue
                 raise
+            lw = _libra_workload(net, nname, wname, inputs)
             lib = None
             for obj in ("perf", "perf-per-cost"):
-                r = solve(net, w, objective=obj, constraints=cons)
-                flow = _flow(check_allocation(net, w, r.bandwidth_GBps)) \
+                r = solve(net, lw, objective=obj, constraints=cons)
+                flow = _flow(check_allocation(net, lw, r.bandwidth_GBps)) \
                     if check and obj == "perf" else None
                 lib = lib or r
                 out.append(LibraCase(nname, wname, obj, "libra", r.bandwidth_GBps, r.time_s,
@@ -169,17 +193,24 @@ class MixCase:
 
 def run_libra_mix(total_GBps: float = 500.0, *, networks: Sequence[str] | None = None,
                   workloads: Sequence[str] | None = None,
-                  step: Callable[[str], None] | None = None) -> list[MixCase]:
+                  step: Callable[[str], None] | None = None,
+                  inputs: str | Path | None = None) -> list[MixCase]:
     """Per network, one allocation for all the workloads (or those named) under
     ``B0 + ... == total_GBps``, with LIBRA's model and the richer one, weighed by time and
-    by slowdown; each workload's time at it against its own ``perf`` optimum."""
+    by slowdown; each workload's time at it against its own ``perf`` optimum. With
+    ``inputs``, LIBRA's rows read the workloads from LIBRA-format files written there (as
+    :func:`run_libra_study` does)."""
+    inputs = Path(inputs) if inputs is not None else None
     out = []
     for nname in networks or LIBRA_NETWORKS:
         net = parse_network(LIBRA_NETWORKS[nname])
         D = len(net.dims)
         cons = [" + ".join(f"B{i}" for i in range(D)) + f" == {total_GBps:g}"]
-        mix = WorkloadMix(tuple((_workload(net, n), 1.0) for n in workloads or LIBRA_WORKLOADS))
+        names = list(workloads or LIBRA_WORKLOADS)
         for mname, model in (("libra", TimeModel()), ("rich", rich_model(D))):
+            mix = WorkloadMix(tuple(
+                (_libra_workload(net, nname, n, inputs if mname == "libra" else None), 1.0)
+                for n in names))
             for weights in ("time", "slowdown"):
                 if step:
                     step(f"{nname} mix {mname} {weights}")
