@@ -122,3 +122,18 @@ def test_routing_policy_changes_recursive_doubling_but_not_swing():
     assert np.allclose(spray.times["swing"], dor.times["swing"], rtol=1e-12)
     ratio = dor.times["mirrored_recursive_doubling"] / spray.times["mirrored_recursive_doubling"]
     assert ratio.min() >= 1 - 1e-12 and ratio.max() > 1.1   # half-ring ties under DOR
+
+
+def test_bandwidth_sweep_moves_the_crossover_to_larger_sizes():
+    from topocoll.studies.swing import bandwidth_sweep, render_sweep
+
+    sizes = tuple(float(2 ** k) for k in range(5, 27, 3))
+    rows = bandwidth_sweep(StudySetup(sizes=sizes), shape=(8, 8), gbps=(100, 400, 3200))
+    # at 32 B only hops count: the same speedup at every bandwidth
+    assert len({round(r["speedup_at_smallest"], 2) for r in rows}) == 1
+    # faster links keep the latency regime (where Swing's short hops win) to larger sizes
+    ups = [r["swing_best_up_to"] for r in rows]
+    assert ups == sorted(ups) and ups[-1] > ups[0]
+    table = render_sweep(rows)
+    assert table.count("Gb/s |") == 3 and "3200 Gb/s" in table
+    assert "synth" not in json.dumps(rows)             # no wall-clock in the artifact

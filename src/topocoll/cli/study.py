@@ -79,7 +79,15 @@ def study(name: Annotated[str, typer.Argument(
             results.append(study_topology(
                 st, setup, progress=lambda m: bar.update(task, description=m)))
             bar.advance(task)
-    paths = write_study(output, results, setup)
+    sweep = []
+    if not topology:                          # the whole study: the paper's bandwidth sweep
+        from ..studies.swing import SWEEP_GBPS, bandwidth_sweep
+
+        with Progress(console=err, transient=True, disable=as_json) as bar:
+            task = bar.add_task("bandwidth sweep", total=len(SWEEP_GBPS))
+            sweep = bandwidth_sweep(setup, progress=lambda m: (
+                bar.update(task, description=m), bar.advance(task)))
+    paths = write_study(output, results, setup, sweep)
     if as_json:
         print_json({"written": [str(p) for p in paths], "results": [r.to_dict() for r in results]})
         return

@@ -48,7 +48,8 @@ from ..verification import verify
 
 __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
            "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
-           "hamiltonian_rings_time", "write_study", "render_markdown"]
+           "hamiltonian_rings_time", "write_study", "render_markdown", "bandwidth_sweep",
+           "render_sweep", "SWEEP_GBPS"]
 
 GBIT = 1e9 / 8
 
@@ -174,7 +175,8 @@ def parse_study_topology(text: str) -> StudyTopology:
 
 
 TOPOLOGIES = (
-    StudyTopology("torus", (8, 8)), StudyTopology("torus", (64, 64)),
+    StudyTopology("torus", (8, 8)), StudyTopology("torus", (16, 16)),
+    StudyTopology("torus", (32, 32)), StudyTopology("torus", (64, 64)),
     StudyTopology("torus", (64, 16)), StudyTopology("torus", (128, 8)),
     StudyTopology("torus", (256, 4)), StudyTopology("torus", (8, 8, 8)),
     StudyTopology("torus", (8, 8, 8, 8)), StudyTopology("hyperx", (64, 64)),
@@ -232,6 +234,7 @@ class TopologyResult:
     times: dict[str, np.ndarray] = field(default_factory=dict)
     variant: dict[str, list[str]] = field(default_factory=dict)
     verified: dict[str, str] = field(default_factory=dict)
+    #: wall seconds of each synthesis and costing (for progress output; never written)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -252,7 +255,7 @@ class TopologyResult:
         return {"topology": self.topology.label, "sizes": list(self.sizes),
                 "times_s": {k: v.tolist() for k, v in self.times.items()},
                 "variant": self.variant, "verified": self.verified,
-                "synth_cost_s": self.seconds, "notes": self.notes}
+                "notes": self.notes}
 
 
 def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
@@ -329,6 +332,56 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
     return res
 
 
+#: The paper's link-bandwidth sweep on the 8x8 torus (Gb/s).
+SWEEP_GBPS = (100, 200, 400, 800, 1600, 3200)
+
+
+def bandwidth_sweep(setup: StudySetup | None = None, *,
+                    shape: Sequence[int] = (8, 8), gbps: Sequence[float] = SWEEP_GBPS,
+                    progress: Callable[[str], None] | None = None) -> list[dict]:
+    """The paper's link-bandwidth sweep: the study on one torus at each link bandwidth,
+    summarized per bandwidth as Swing's largest speedup over the best paper baseline (and
+    where), its speedup at 32 B and at the largest size, and the largest size up to which
+    Swing is at least as fast.
+
+    Examples
+    --------
+    >>> rows = bandwidth_sweep(StudySetup(sizes=(32.0, 2.0 ** 20)), shape=(4, 4),
+    ...                        gbps=(100, 3200))
+    >>> [r["gbps"] for r in rows], rows[0]["speedup_at_smallest"] > 1
+    ([100, 3200], True)
+    """
+    setup = setup or StudySetup()
+    st = StudyTopology("torus", tuple(shape))
+    out = []
+    for g in gbps:
+        if progress:
+            progress(f"{st.label} at {g:g} Gb/s")
+        res = study_topology(st, dataclasses.replace(setup, bandwidth=g * GBIT))
+        names, other = res.best_other(exclude=NOT_IN_PAPER)
+        sp = other / res.times["swing"]
+        i = int(np.argmax(sp))
+        wins = [n for n, x in zip(res.sizes, sp, strict=True) if x >= 1 - 1e-12]
+        out.append({"gbps": g, "max_speedup": float(sp[i]), "at_size": res.sizes[i],
+                    "over": names[i], "speedup_at_smallest": float(sp[0]),
+                    "speedup_at_largest": float(sp[-1]),
+                    "swing_best_up_to": max(wins) if wins else None})
+    return out
+
+
+def render_sweep(rows: Sequence[dict], label: str = "torus 8x8") -> str:
+    """The bandwidth sweep as a Markdown table."""
+    out = [f"## Link-bandwidth sweep ({label})", "",
+           "| link bandwidth | max speedup | at | over | at 32 B | at the largest size | "
+           "Swing best up to |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        up = _fmt_size(r["swing_best_up_to"]) if r["swing_best_up_to"] else "-"
+        out.append(f"| {r['gbps']:g} Gb/s | {r['max_speedup']:.2f}x | {_fmt_size(r['at_size'])} "
+                   f"| {r['over']} | {r['speedup_at_smallest']:.2f}x | "
+                   f"{r['speedup_at_largest']:.2f}x | {up} |")
+    return "\n".join(out) + "\n"
+
+
 def run_swing_study(setup: StudySetup | None = None, *,
                     topologies: Sequence[StudyTopology] = TOPOLOGIES,
                     progress: Callable[[str], None] | None = None) -> list[TopologyResult]:
@@ -389,10 +442,9 @@ def render_markdown(results: Sequence[TopologyResult], setup: StudySetup,
     for res in results:
         lab = res.topology.label
         out += [f"## {lab}", "", f"![{lab}]({figures[lab]})", ""]
-        out += ["| algorithm | time at 32 B | verified | synth + cost s |", "|---|---|---|---|"]
+        out += ["| algorithm | time at 32 B | verified |", "|---|---|---|"]
         for name, t in res.times.items():
-            out.append(f"| {name} | {_fmt_time(t[0])} | {res.verified[name]} | "
-                       f"{res.seconds[name]:.1f} |")
+            out.append(f"| {name} | {_fmt_time(t[0])} | {res.verified[name]} |")
         for note in res.notes:
             out.append(f"\n- {note}")
         extra = "bucket_direct" in res.times
@@ -411,9 +463,10 @@ def render_markdown(results: Sequence[TopologyResult], setup: StudySetup,
 
 
 def write_study(out_dir: str | Path, results: Sequence[TopologyResult],
-                setup: StudySetup) -> list[Path]:
+                setup: StudySetup, sweep: Sequence[dict] = ()) -> list[Path]:
     """Write ``swing-results.md``, ``swing-results.json`` and one PNG per topology into
-    ``out_dir``; returns the written paths."""
+    ``out_dir`` (with ``sweep``, the bandwidth sweep's table and ``swing-sweep.json``);
+    returns the written paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written, figures = [], {}
@@ -423,8 +476,13 @@ def write_study(out_dir: str | Path, results: Sequence[TopologyResult],
         figures[res.topology.label] = fname
         written.append(out / fname)
     md = out / "swing-results.md"
-    md.write_text(render_markdown(results, setup, figures))
+    md.write_text(render_markdown(results, setup, figures)
+                  + ("\n" + render_sweep(sweep) if sweep else ""))
     js = out / "swing-results.json"
     js.write_text(json.dumps([r.to_dict() for r in results], indent=1))
+    if sweep:
+        sw = out / "swing-sweep.json"
+        sw.write_text(json.dumps(list(sweep), indent=1, sort_keys=True) + "\n")
+        written.append(sw)
     return written + [md, js]
 
