@@ -16,12 +16,13 @@ import topocoll
 SRC = Path(topocoll.__file__).parent
 PKG = "topocoll"
 
-_BASE = {"errors", "units", "numeric", "digest", "lazy"}
+_BASE = {"errors", "units", "kv", "numeric", "digest", "lazy"}
 _MODEL = _BASE | {"topology", "collective", "schedule"}
 # layer -> topocoll layers it may import (itself always allowed); None: anything
 ALLOWED: dict[str, set[str] | None] = {
     "errors": set(),
     "units": {"errors"},
+    "kv": {"errors"},
     "numeric": set(),
     "digest": set(),
     "lazy": set(),

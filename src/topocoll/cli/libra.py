@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
+from ..kv import kv_pairs
 from .app import JsonOpt, app, busy, choice_opt, handle_errors, out, print_json, time_opt
 
 __all__ = ["libra"]
@@ -297,21 +298,19 @@ def _job(spec: str, net, parallel: str, device: str, batch_per_npu: int,
     if not source:
         raise InputError(f"--job {spec!r} names no workload", item=item)
     weight, par, fields = 1.0, [], []
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        k, eq, v = part.partition("=")
-        k = k.strip().lower()
-        if k == "weight" and eq:
+    for k, v in kv_pairs(rest, what="--job field", item=lambda k: item).items():
+        if k == "weight":
             try:
                 weight = float(v)
             except ValueError:
                 weight = float("nan")
             if not (math.isfinite(weight) and weight > 0):
                 raise InputError(f"--job {spec!r}: weight must be a positive number, got "
-                                 f"{v.strip()!r}", item=item)
+                                 f"{v!r}", item=item)
         elif k in PARALLEL_KEYS:
-            par.append(part)
+            par.append(f"{k}={v}")
         else:
-            fields.append(part)
+            fields.append(f"{k}={v}")
     if "+" in source:
         if par or fields:
             raise InputError(f"--job {spec!r}: a LIBRA workload file takes only weight= (its "

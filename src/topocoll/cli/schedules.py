@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
+from ..kv import kv_pairs
 from ..units import format_rate, format_size, format_time
 from .app import (
     AlphaOpt,
@@ -93,16 +94,8 @@ def idle_note(schedule, topology, as_json: bool) -> list[int]:
 
 
 def _options(pairs: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for o in pairs or []:
-        k, eq, v = o.partition("=")
-        k = k.strip()
-        if not eq or not k:
-            raise InputError(f"--option must be key=value, got {o!r}", item="--option")
-        if k in out:
-            raise InputError(f"--option {k!r} given twice", item=f"option '{k}'")
-        out[k] = v.strip()
-    return out
+    return kv_pairs(pairs or [], what="--option", lower=False,
+                    item=lambda k: f"option '{k}'")
 
 
 @app.command()

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, InputTypeError
+from ..kv import kv_pairs
 
 __all__ = ["Transformer", "MODELS", "MODEL_NAMES", "parse_model", "load_model"]
 
@@ -293,16 +294,10 @@ def parse_model(text: str) -> Transformer:
     head, _, rest = text.strip().partition(":")
     head = head.strip().lower()
     fields: dict[str, object] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        k, eq, v = part.partition("=")
-        k = k.strip().lower()
-        if not eq or k not in (*_INT_FIELDS, "style"):
-            raise InputError(f"model field must be one of {', '.join(_INT_FIELDS)}, style "
-                             f"as key=value, got {part!r}", item=f"field '{k or part}'")
-        if k in fields:
-            raise InputError(f"model field {k!r} given twice", item=f"field '{k}'")
+    for k, v in kv_pairs(rest, what="model field", keys=(*_INT_FIELDS, "style"),
+                         item=lambda k: f"field '{k}'").items():
         if k == "style":
-            fields[k] = v.strip().lower()
+            fields[k] = v.lower()
         else:
             try:
                 fields[k] = int(v)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InputError, InputTypeError
+from ..kv import kv_pairs
 
 __all__ = ["Parallelism", "parse_parallel", "groups", "RECOMPUTE", "ORDERS", "PARALLEL_KEYS"]
 
@@ -156,17 +157,13 @@ def parse_parallel(text: str, *, world: int | None = None, **defaults) -> Parall
                              f"{text!r}", item="--parallel")
     fields = dict(defaults)
     seen: set[str] = set()
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        k, eq, v = part.partition("=")
-        k = k.strip().lower()
-        if not eq or k not in _KEYS:
-            raise InputError(f"parallelism key must be one of {', '.join(sorted(_KEYS))} as "
-                             f"key=value, got {part!r}", item=f"--parallel '{part}'")
+    pairs = kv_pairs(text, what="parallelism key", keys=_KEYS,
+                     item=lambda k: f"--parallel '{k}'")
+    for k, v in pairs.items():
         f = _KEYS[k]
-        if f in seen:
+        if f in seen:                  # an alias of a key already given (mb, micro_batch)
             raise InputError(f"parallelism key {k!r} given twice", item=f"--parallel '{k}'")
         seen.add(f)
-        v = v.strip()
         if f in ("recompute", "order"):
             fields[f] = v.lower()
         elif f == "sequence_parallel":
