@@ -59,4 +59,4 @@ def test_rows_merge_into_one_file_per_torus(rows, tmp_path):
     back = [PacketRow(r["size"], r["runs"]) for r in doc["torus 4x4"]]
     assert [b.speedup_packet for b in back] == pytest.approx([r.speedup_packet for r in rows])
     table = render_packet_table("torus 4x4", back)
-    assert table.count("\n| ") == 4 and "| 1 MiB |" in table
+    assert table.count("\n| ") == 4 and "| 1MiB |" in table

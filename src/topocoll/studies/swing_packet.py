@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import NotSupportedError
 from ..sim import PacketSim
+from ..units import format_size
 from .swing import ALGORITHMS, NOT_IN_PAPER, StudySetup, StudyTopology
 
 __all__ = ["PACKET_MARGIN", "PACKET_TOPOLOGIES", "PacketRow", "packet_model",
@@ -153,13 +154,6 @@ def packet_study(st: StudyTopology, setup: StudySetup | None = None, *,
     return rows
 
 
-def _fmt(n: float) -> str:
-    for unit, k in (("MiB", 20), ("KiB", 10)):
-        if n >= 2 ** k:
-            return f"{n / 2 ** k:g} {unit}"
-    return f"{n:g} B"
-
-
 def render_packet_table(label: str, rows: Sequence[PacketRow]) -> str:
     """Markdown: per size Swing's and the best baseline's time at packet level, the
     speedup at packet level beside the alpha-beta one, and the counters that explain
@@ -172,7 +166,7 @@ def render_packet_table(label: str, rows: Sequence[PacketRow]) -> str:
     for r in rows:
         s, o = r.swing, r.other
         out.append(
-            f"| {_fmt(r.size)} | {s['packet_s'] * 1e6:.2f} us ({s['variant']}) | "
+            f"| {format_size(r.size)} | {s['packet_s'] * 1e6:.2f} us ({s['variant']}) | "
             f"{o['family']} ({o['variant']}) | {o['packet_s'] * 1e6:.2f} us | "
             f"{r.speedup_packet:.2f} | {r.speedup_ab:.2f} | {s['ratio']:.3f}, "
             f"{o['ratio']:.3f} | {s['utilization']:.2f}, {o['utilization']:.2f} | "
