@@ -9,9 +9,11 @@ jobs". Every scenario here has 16 workers:
 - ``random``: about 8 cables per worker, bandwidths log-uniform in [10, 100] Gb/s;
 - ``bimodal``: one cable in eight at 10 Gb/s, the rest 100 Gb/s;
 - ``hosts``: 16 hosts on one switch, host links log-uniform in [10, 100] Gb/s;
-- ``contention``: a homogeneous random graph (100 Gb/s cables) on which other jobs load a
-  quarter of the cables (both directions) at 50% or 90%; as a fluid, the job sees the
-  residual bandwidth ``(1 - load) B`` on those cables. The topology-adaptive schedule and
+- ``contention``: a homogeneous random graph (100 Gb/s cables) on which other jobs load
+  each directed link with probability 1/4 at 50% or 90%
+  (:func:`~topocoll.topology.scenarios.contention`, the ``random:...,contention=F,keep=K``
+  spec); as a fluid, the job sees the residual bandwidth on those links. The
+  topology-adaptive schedule and
   the bottleneck-aware ring are synthesized on what the job sees (they adapt, as the
   paper's scheme measures available bandwidth); the other baselines do not depend on
   bandwidths.
@@ -39,7 +41,7 @@ from ..topology import Topology, parse_spec
 from ..topology.explicit import from_edges
 
 __all__ = ["ADAPTIVE_SCENARIOS", "ADAPTIVE_BASELINES", "ADAPTIVE_SIZES", "host_links",
-           "loaded", "scenario_topology", "AdaptiveCase", "run_adaptive_study",
+           "scenario_topology", "AdaptiveCase", "run_adaptive_study",
            "render_adaptive_tables", "write_adaptive_study", "PAPER_MAX_SPEEDUP"]
 
 #: The paper's headline: "outperforms state-of-the-art parameter synchronization schemes
@@ -50,18 +52,16 @@ ADAPTIVE_BASELINES = ("ring", "best_ring", "direct", "parameter_server",
 ADAPTIVE_SIZES = (2.0 ** 20, 2.0 ** 28)
 _N = 16
 _DENSITY = 8 / (_N - 1)
-#: name -> (base fabric, fraction of cables loaded by other jobs, their load)
-ADAPTIVE_SCENARIOS: dict[str, tuple[str, float, float]] = {
-    "random, spread 10": (f"random:{_N},spread=10,density={_DENSITY:.3f},seed={_N}", 0, 0),
+_HOMOGENEOUS = f"random:{_N},spread=1,density={_DENSITY:.3f},seed={_N}"
+#: name -> topology spec (``hosts``: :func:`host_links`)
+ADAPTIVE_SCENARIOS: dict[str, str] = {
+    "random, spread 10": f"random:{_N},spread=10,density={_DENSITY:.3f},seed={_N}",
     "bimodal, spread 10": (f"bimodal:{_N},slow=10Gbps,bw=100Gbps,frac=0.125,"
-                           f"density={_DENSITY:.3f},seed={_N}", 0, 0),
-    "hosts, spread 10": ("hosts", 0, 0),
-    "contention: none (random, 100 Gb/s)": (
-        f"random:{_N},spread=1,density={_DENSITY:.3f},seed={_N}", 0, 0),
-    "contention, 1/4 of cables at 50%": (
-        f"random:{_N},spread=1,density={_DENSITY:.3f},seed={_N}", 0.25, 0.5),
-    "contention, 1/4 of cables at 90%": (
-        f"random:{_N},spread=1,density={_DENSITY:.3f},seed={_N}", 0.25, 0.9),
+                           f"density={_DENSITY:.3f},seed={_N}"),
+    "hosts, spread 10": "hosts",
+    "contention: none (random, 100 Gb/s)": _HOMOGENEOUS,
+    "contention, 1/4 of links at 50%": f"{_HOMOGENEOUS},contention=0.25,keep=0.5",
+    "contention, 1/4 of links at 90%": f"{_HOMOGENEOUS},contention=0.25,keep=0.1",
 }
 #: Training jobs: (model, samples per worker).
 ADAPTIVE_JOBS = (("bert-large", 8), ("resnet50", 32))
@@ -83,35 +83,10 @@ def host_links(n: int, spread: float, seed: int) -> Topology:
                       num_switches=1, bidirectional=True, name=f"hosts:{n},spread={spread:g}")
 
 
-def loaded(topology: Topology, fraction: float, load: float, seed: int = 0) -> Topology:
-    """What a job sees when other jobs load ``fraction`` of the cables (both directions,
-    chosen at random with ``seed``) at ``load`` of their bandwidth: those links keep
-    ``(1 - load)`` of it (a fluid view of sharing).
-
-    Examples
-    --------
-    >>> t = loaded(parse_spec("ring:4"), 0.5, 0.9, seed=1)
-    >>> sorted({round(x / 1e9, 3) for x in t.link_bandwidth})
-    [1.25, 12.5]
-    """
-    if fraction <= 0 or load <= 0:
-        return topology
-    cables = sorted({(min(lk.src, lk.dst), max(lk.src, lk.dst)) for lk in topology.links})
-    rng = random.Random(seed)
-    hit = set(rng.sample(cables, max(1, round(fraction * len(cables)))))
-    links = tuple(dataclasses.replace(lk, bandwidth=lk.bandwidth * (1 - load))
-                  if (min(lk.src, lk.dst), max(lk.src, lk.dst)) in hit else lk
-                  for lk in topology.links)
-    return dataclasses.replace(topology, links=links,
-                               name=f"{topology.name} with {fraction:g} of cables at "
-                                    f"{load:g} load")
-
-
 def scenario_topology(name: str) -> Topology:
     """The fabric a job sees in scenario ``name`` of :data:`ADAPTIVE_SCENARIOS`."""
-    base, frac, load = ADAPTIVE_SCENARIOS[name]
-    t = host_links(_N, 10, _N) if base == "hosts" else parse_spec(base)
-    return loaded(t, frac, load, seed=_N)
+    spec = ADAPTIVE_SCENARIOS[name]
+    return host_links(_N, 10, _N) if spec == "hosts" else parse_spec(spec)
 
 
 @dataclass
