@@ -457,6 +457,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("libra-job-empty", ["libra", "-j", ":weight=1"], 2, "--job"),
     ("libra-mix-weights", ["libra", "-j", "gpt3-175b", "--mix-weights", "cost"], 2,
      "--mix-weights"),
+    ("libra-mix-weights-alone", ["libra", "--mix-weights", "slowdown"], 2, "--job"),
     # --- sweep options
     ("sweep-backend", ["sweep", "run", "{d}/s.json", "--backend", "dask"], 2, "backend"),
     ("sweep-address", ["sweep", "run", "{d}/s.json", "--address", "x:1"], 2, "address"),

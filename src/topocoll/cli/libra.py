@@ -142,6 +142,9 @@ def libra(
         raise InputError("--job names every workload of a mix; leave out --model and "
                          "--workload", item="--job")
     choice_opt(mix_weights, ("time", "slowdown"), "--mix-weights")
+    if mix_weights != "time" and not job:
+        raise InputError("--mix-weights weighs the workloads of a mix: give them with --job",
+                         item="--mix-weights")
     if job:
         w = WorkloadMix(tuple(_job(x, net, parallel, device, batch_per_npu, global_batch)
                               for x in job))
