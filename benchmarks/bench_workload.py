@@ -167,6 +167,20 @@ def _libra(gpt3, a100, TimeModel, check_allocation, pareto, parse_network, solve
     t0 = time.perf_counter()
     check_allocation(net, w, r.bandwidth_GBps, rich, dict(r.algorithms))
     rows.append(("flow-level check of that optimum", time.perf_counter() - t0, float("nan")))
+    # LIBRA's multi-workload objective: three jobs, each one's own optimum solved beside
+    from topocoll.fabric import WorkloadMix, workload_from_layered
+    from topocoll.workload import LAYERED, parse_model
+
+    mix = WorkloadMix(((w, 1.0), (workload_from_model(
+        net, parse_model("megatron-1t"), parse_parallel("tp=128,dp=32"), a100), 1.0),
+        (workload_from_layered(net, LAYERED["resnet50"], a100), 1.0)))
+    t0 = time.perf_counter()
+    solve(net, mix, constraints=cons)
+    rows.append(("LIBRA mix of 3 jobs (4 solves: the mix and each job's own)",
+                 time.perf_counter() - t0, 0.5))
+    rows.append(("same from the command line (--job x 3)", _cli(
+        ["libra", "-c", "B0 + B1 + B2 + B3 == 500", "-j", "gpt3-175b:tp=16",
+         "-j", "megatron-1t:tp=128", "-j", "resnet50"]), 3.0))
     return rows
 
 
