@@ -560,6 +560,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("study-output-unwritable", ["study", "libra", "-o", "/proc/st"], 2, "--output"),
     ("study-swing-packet-hyperx", ["study", "swing-packet", "-t", "hyperx:4x4", "-o", "{d}"], 2,
      "torus"),
+    ("study-swing-packet-max-size", ["study", "swing-packet", "-t", "torus:4x4", "--max-size",
+                                     "8B", "-o", "{d}"], 2, "--max-size"),
     ("import-chakra-not-a-trace", ["import", "chakra", "{d}/garbage_et"], 2,
      "not a Chakra execution trace"),
     ("libra-network-no-topology", ["libra", "--network", "{d}/libra_empty.json"], 2,

@@ -60,3 +60,16 @@ def test_rows_merge_into_one_file_per_torus(rows, tmp_path):
     assert [b.speedup_packet for b in back] == pytest.approx([r.speedup_packet for r in rows])
     table = render_packet_table("torus 4x4", back)
     assert table.count("\n| ") == 4 and "| 1MiB |" in table
+
+
+def test_cli_rows_up_to_a_size(tmp_path):
+    from typer.testing import CliRunner
+
+    from topocoll.cli import app
+
+    r = CliRunner().invoke(app, ["study", "swing-packet", "-t", "torus:2x4", "--max-size",
+                                 "4KiB", "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "swing-packet.json").read_text())
+    assert [row["size"] for row in doc["torus 2x4"]] == [2.0 ** k for k in range(5, 13)]
+    assert "### torus 2x4" in (tmp_path / "swing-packet.md").read_text()

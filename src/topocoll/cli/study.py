@@ -26,6 +26,9 @@ def study(name: Annotated[str, typer.Argument(
           = None,
           routing: Annotated[str, typer.Option(help="spray (even split over minimal paths) "
                                                "or shortest (dimension order).")] = "spray",
+          max_size: Annotated[str | None, typer.Option(
+              help="swing-packet: sizes up to this one only (e.g. 1MiB; default all, to "
+                   "512 MiB).")] = None,
           rows: Annotated[str | None, typer.Option(
               help="validation: rows of SC'21 Table 1 to run, 1-based and comma-separated "
                    "(default: all ten).")] = None,
@@ -54,7 +57,7 @@ def study(name: Annotated[str, typer.Argument(
         _design(output, as_json)
         return
     if name == "swing-packet":
-        _swing_packet(output, topology, as_json)
+        _swing_packet(output, topology, max_size, as_json)
         return
     if name == "adaptive":
         _adaptive(output, as_json)
@@ -101,10 +104,12 @@ def study(name: Annotated[str, typer.Argument(
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 
-def _swing_packet(output: Path, topology: list[str] | None, as_json: bool) -> None:
+def _swing_packet(output: Path, topology: list[str] | None, max_size: str | None,
+                  as_json: bool) -> None:
     """Swing's packet-level rows (``studies/swing_packet.py``): each torus's rows are
     merged into ``swing-packet.json`` as each size finishes, and the tables of every torus
     in the file are written to ``swing-packet.md``."""
+    import dataclasses
     import json
 
     from rich.progress import Progress
@@ -117,8 +122,16 @@ def _swing_packet(output: Path, topology: list[str] | None, as_json: bool) -> No
         write_packet_markdown,
         write_packet_rows,
     )
+    from ..units import parse_size
 
     setup = StudySetup()
+    if max_size is not None:
+        top = parse_size(max_size)
+        sizes = tuple(n for n in setup.sizes if n <= top)
+        if not sizes:
+            raise InputError(f"--max-size {max_size} is below the smallest size, 32 B",
+                             item="--max-size")
+        setup = dataclasses.replace(setup, sizes=sizes)
     tops = [parse_study_topology(x) for x in topology] if topology else list(PACKET_TOPOLOGIES)
     if any(st.kind != "torus" for st in tops):
         raise InputError("the packet-level rows run on tori (torus:AxB...)", item="--topology")
