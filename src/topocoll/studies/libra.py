@@ -96,6 +96,12 @@ def _workload(net, name: str):
     return workload_from_model(net, parse_model(model), parse_parallel(str(par)), dev)
 
 
+def _network(name: str, total_GBps: float):
+    """One of LIBRA's networks and its ``B0 + ... == total`` constraint."""
+    net = parse_network(LIBRA_NETWORKS[name])
+    return net, [" + ".join(f"B{i}" for i in range(len(net.dims))) + f" == {total_GBps:g}"]
+
+
 def input_stem(network: str, workload: str) -> str:
     """The file stem of a case's LIBRA inputs: ``4d_GPT-3``, ``3d_ResNet-50``."""
     return f"{network}_{workload.split(' (')[0].replace(' ', '_')}"
@@ -130,9 +136,8 @@ def run_libra_study(total_GBps: float = 500.0, *, check: bool = True,
     inputs = Path(inputs) if inputs is not None else None
     out = []
     for nname in networks or LIBRA_NETWORKS:
-        net = parse_network(LIBRA_NETWORKS[nname])
+        net, cons = _network(nname, total_GBps)
         D = len(net.dims)
-        cons = [" + ".join(f"B{i}" for i in range(D)) + f" == {total_GBps:g}"]
         rich = rich_model(D)
         for wname in workloads or LIBRA_WORKLOADS:
             if step:
@@ -203,9 +208,8 @@ def run_libra_mix(total_GBps: float = 500.0, *, networks: Sequence[str] | None =
     inputs = Path(inputs) if inputs is not None else None
     out = []
     for nname in networks or LIBRA_NETWORKS:
-        net = parse_network(LIBRA_NETWORKS[nname])
+        net, cons = _network(nname, total_GBps)
         D = len(net.dims)
-        cons = [" + ".join(f"B{i}" for i in range(D)) + f" == {total_GBps:g}"]
         names = list(workloads or LIBRA_WORKLOADS)
         for mname, model in (("libra", TimeModel()), ("rich", rich_model(D))):
             mix = WorkloadMix(tuple(
