@@ -25,15 +25,11 @@ KINDS = ("random", "bimodal", "hosts")
 
 
 def host_links(n: int, spread: float, seed: int):
-    """``n`` hosts on one switch, host link bandwidths log-uniform in [100/S, 100] Gb/s."""
-    import random
+    """``n`` hosts on one switch, host link bandwidths log-uniform in [100/S, 100] Gb/s
+    (the study module's generator)."""
+    from topocoll.studies.adaptive import host_links as hosts
 
-    from topocoll.topology.explicit import from_edges
-
-    rng = random.Random(seed)
-    bws = [max(1, round(100 / spread ** rng.random())) * 1.25e8 for _ in range(n)]
-    return from_edges([(i, n, b, 1e-6) for i, b in enumerate(bws)], num_ranks=n,
-                      num_switches=1, bidirectional=True, name=f"hosts:{n},spread={spread:g}")
+    return hosts(n, spread, seed)
 
 
 def scenario(kind: str, n: int, spread: float, seed: int):
