@@ -547,6 +547,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
                              "-p", "tp=1,pp=1,dp=8", "-t", "hier:switch(8)"], 2, "fit"),
     ("synth-ring-too-big", ["synth", "-t", "ring:16384", "-a", "ring", "-o", "{d}/big.npz"],
      2, "GiB"),
+    ("synth-hamiltonian-too-big", ["synth", "-t", "torus:128x128", "-a", "hamiltonian_rings",
+                                   "-o", "{d}/big.npz"], 2, "50.0 GiB"),
     ("validate-ring-dims-over-a-line", ["topology", "validate", "{d}/lineasring.yaml"], 2,
      "no link joins rank 3 to rank 0"),
     ("validate-spec-in-a-txt-file", ["topology", "validate", "{d}/t_good.txt"], 2, ".yaml"),

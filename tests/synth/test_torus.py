@@ -129,3 +129,16 @@ def test_bucket_with_rings_on_fully_connected_dimensions():
         assert verify(fn(t, dimension_algorithm="ring"), t).ok
     with pytest.raises(NotSupportedError, match="dimension_algorithm"):
         bucket_allreduce(t, dimension_algorithm="tree")
+
+
+@pytest.mark.parametrize("kind", ["allreduce", "allgather", "reduce_scatter"])
+def test_hamiltonian_rings_memory_floor_is_exact(kind):
+    # the registry's floor on (transfer, chunk) entries, which refuses a 128x128 torus up
+    # front (50 GiB) instead of running out of memory, is the schedule's own count
+    from topocoll.selection import find_algorithm
+    from topocoll.topology import parse_spec
+
+    syn = find_algorithm("hamiltonian_rings", kind)
+    for shape in ("4x4", "4x8"):
+        t = parse_spec(f"torus:{shape}")
+        assert syn(t).chunk_ptr[-1] == syn.min_entries(t.num_ranks)

@@ -165,7 +165,11 @@ class Synthesizer:
         """Fewest (transfer, chunk) entries any schedule of this algorithm on ``n`` ranks
         holds: every rank's block passes to every other rank once for the gathers,
         scatters and all-to-alls (twice, reduce-scatter then all-gather, for the
-        allreduces that split the buffer per rank); 0 where no such floor is known."""
+        allreduces that split the buffer per rank; four times that on the four
+        Hamiltonian rings, whose quarter blocks each take every hop); 0 where no such
+        floor is known."""
+        if self.name == "hamiltonian_rings":       # four rings, one block per transfer
+            return (8 if self.kind == "allreduce" else 4) * n * (n - 1)
         if self.kind in ("allgather", "reduce_scatter", "alltoall"):
             return n * (n - 1)
         if self.kind == "allreduce" and self.name in _SPLIT_ALLREDUCE:
