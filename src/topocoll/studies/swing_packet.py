@@ -65,8 +65,7 @@ class PacketRow:
     runs: list[dict] = field(default_factory=list)
 
     def _best(self, swing: bool, key: str) -> dict:
-        side = [r for r in self.runs if (r["family"] == "swing") == swing
-                and r["family"] not in NOT_IN_PAPER]
+        side = [r for r in self.runs if (r["family"] == "swing") == swing]
         return min(side, key=lambda r: (r[key], r["family"], r["variant"]))
 
     @property
