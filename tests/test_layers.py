@@ -16,7 +16,7 @@ import topocoll
 SRC = Path(topocoll.__file__).parent
 PKG = "topocoll"
 
-_BASE = {"errors", "units", "kv", "numeric", "digest", "lazy"}
+_BASE = {"errors", "units", "kv", "numeric", "digest", "lazy", "procs"}
 _MODEL = _BASE | {"topology", "collective", "schedule"}
 # layer -> topocoll layers it may import (itself always allowed); None: anything
 ALLOWED: dict[str, set[str] | None] = {
@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "numeric": set(),
     "digest": set(),
     "lazy": set(),
+    "procs": set(),
     "topology": _BASE,
     "collective": _BASE,
     "schedule": _BASE | {"collective"},

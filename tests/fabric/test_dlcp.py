@@ -69,6 +69,25 @@ def test_schemes_run_and_bounded_loss_stays_in_budget():
     assert e.value.item == "--schemes"
 
 
+def test_worker_processes_give_the_same_records(monkeypatch):
+    """Scheme-iterations spread over processes (each seeded by its iteration) give the
+    records of one process, with 95% intervals for p50 and p99."""
+    import topocoll.fabric.dlcp as mod
+
+    t = parse_spec(TOPO)
+    kw = dict(workers=4, iterations=3, seed=5, background_load=0.3, scale=0.05,
+              payload=9000, schemes=("baseline", "dlcp"))
+    one = run_dlcp(t, LAYERED["resnet50"], jobs=1, **kw)
+    monkeypatch.setattr(mod, "PARALLEL_MIN_PACKETS", 0)
+    two = run_dlcp(t, LAYERED["resnet50"], jobs=2, **kw)
+    assert one == two
+    for r in one:                # three samples bound neither side of a median at 95%
+        assert r["p50_ci_s"] == [None, None] and r["ci_coverage"][0] == 1.0
+    with pytest.raises(InputError) as e:
+        run_dlcp(t, LAYERED["resnet50"], jobs=0, **kw)
+    assert e.value.item == "--jobs"
+
+
 def test_command_json():
     r = CliRunner().invoke(app, ["dlcp", "-t", TOPO, "--workers", "4", "--iterations", "1",
                                  "--schemes", "baseline,dlcp", "--payload", "64KiB",

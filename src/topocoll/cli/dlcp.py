@@ -38,6 +38,9 @@ def dlcp(
     window: Annotated[int, typer.Option(help="Packets in flight per message.")] = 2,
     pattern: Annotated[str, typer.Option(
         help="ps (co-located parameter server), ring or tree (all-reduce).")] = "ps",
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Worker processes for the scheme-iterations (0: every "
+                             "core; results do not depend on it).")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """DLCP: iteration communication time (p50, p99), loss and retransmissions per
@@ -46,6 +49,7 @@ def dlcp(
 
     from ..fabric import SCHEMES as DLCP_SCHEMES
     from ..fabric import run_dlcp
+    from ..procs import available_cores
     from ..topology.spec import parse_spec
     from ..units import parse_size
     from ..workload import LAYERED
@@ -65,6 +69,8 @@ def dlcp(
     if not 64 <= pay <= buf:
         raise InputError(f"--payload must be 64 B .. the buffer ({buf} B), got {payload}",
                          item="--payload")
+    if not 0 <= jobs <= 256:
+        raise InputError(f"--jobs must be 0..256, got {jobs}", item="--jobs")
     t = parse_spec(topology)
     if t.num_switches == 0:
         raise InputError(f"{t.name}: DLCP needs a switched fabric (switch ports run the "
@@ -77,6 +83,7 @@ def dlcp(
                         iterations=iterations, seed=seed, schemes=chosen, eps=eps,
                         buffer=buf, payload=pay, window=window, pattern=pattern,
                         background_class=background_class,
+                        jobs=jobs or available_cores(),
                         progress=lambda s: bar.update(task, advance=1, description=s))
     from ..fabric import profile_summary
 

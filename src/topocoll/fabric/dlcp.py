@@ -52,19 +52,23 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InputError
-from ..sim.dlcp_engine import Background, Message, shortest_paths, simulate_messages
-from ..sim.gradient_packets import NUM_QUEUES, packetize
+from ..sim.dlcp_engine import Background, Message, MessageTable, shortest_paths, simulate_messages
+from ..sim.gradient_packets import NUM_QUEUES
 from ..sim.queue_policies import DropTail, ECNMarking, SelectiveDrop, StrictPriority
+from ..sim.stats import quantile_ci
 from ..sim.transport_policies import DCTCP
 from ..topology import Topology
 from ..workload import LayeredModel
 
-__all__ = ["PATTERNS", "SCHEMES", "run_dlcp", "dlcp_messages", "background_flows",
+__all__ = ["PATTERNS", "SCHEMES", "run_dlcp", "dlcp_messages", "dlcp_table",
+           "background_flows",
            "loss_profile", "profile_summary"]
 
 PATTERNS = ("ps", "ring", "tree")
@@ -73,6 +77,8 @@ SCHEMES = ("baseline", "dctcp", "layer_priority", "spray", "packet_priority",
 #: Schemes with the baseline's flat priority, FIFO ports and ECMP per message.
 _FLAT = ("baseline", "dctcp")
 _BG_CLASS = 4
+#: packets per scheme-iteration from which worker processes pay for their start
+PARALLEL_MIN_PACKETS = 200_000
 
 
 def _buckets(model: LayeredModel, bucket: float, scale: float) -> list[tuple[int, int]]:
@@ -89,31 +95,101 @@ def _buckets(model: LayeredModel, bucket: float, scale: float) -> list[tuple[int
     return out
 
 
-def _lossy_packets(scheme, mid, nbytes, payload, b, layer_rank, rng):
-    """Packets of a message that may lose (push, reduce-scatter) under ``scheme``."""
-    npk = max(1, -(-nbytes // payload))
-    scores = rng.lognormal(0.0, 1.0, npk)
+class _Specs:
+    """The messages of an iteration as they are created (one row each); :meth:`base`
+    makes every packet at once (the magnitudes drawn in creation order, as one draw per
+    message would)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []         # src, dst, nbytes, lossy, layer, rank, weight
+        self.deps: list[tuple[int, ...]] = []
+
+    def add(self, src: int, dst: int, nbytes: int, lossy: bool, layer: int, rank: int,
+            deps: tuple[int, ...] = (), weight: float = 1.0) -> int:
+        self.rows.append((src, dst, nbytes, lossy, layer, rank, weight))
+        self.deps.append(deps)
+        return len(self.rows) - 1
+
+    def base(self, payload: int, rng: np.random.Generator, pushed: int) -> _Base:
+        """Packets of ``payload`` bytes (the last shorter); a message that may lose gets
+        magnitude scores (log-normal) whatever the scheme, so every scheme sees the same
+        random stream."""
+        i64 = np.int64
+        r = np.array(self.rows, dtype=float).reshape(-1, 7)
+        nbytes = r[:, 2].astype(i64)
+        lossy = r[:, 3].astype(bool)
+        npk = np.maximum(1, -(-nbytes // payload))
+        off = np.concatenate([[0], np.cumsum(npk)]).astype(i64)
+        msg = np.repeat(np.arange(len(npk), dtype=i64), npk)
+        pos = np.arange(off[-1], dtype=i64) - off[msg]
+        length = np.where(nbytes[msg] > 0, np.minimum(payload, nbytes[msg] - pos * payload),
+                          0).astype(i64)
+        # magnitude buckets (2) of the lossy packets: rank by score within the message
+        lp = np.flatnonzero(lossy[msg])
+        scores = rng.lognormal(0.0, 1.0, len(lp))
+        order = np.lexsort((-scores, msg[lp]))       # stable: ties keep their place
+        within = np.empty(len(lp), i64)             # largest score first, ties by place
+        within[order] = np.arange(len(lp)) - np.searchsorted(lp, off[msg[lp][order]])
+        mb = np.zeros(len(msg), i64)
+        mb[lp] = within * 2 // npk[msg[lp]]
+        deps_off = np.concatenate([[0], np.cumsum([len(d) for d in self.deps])]).astype(i64)
+        deps = np.fromiter(itertools.chain.from_iterable(self.deps), i64, int(deps_off[-1]))
+        return _Base(r[:, 0].astype(i64), r[:, 1].astype(i64), r[:, 6].copy(),
+                     r[:, 4].astype(i64), lossy, deps_off, deps, off, length,
+                     lossy[msg], r[:, 5].astype(i64)[msg], mb, pushed)
+
+
+@dataclass(frozen=True)
+class _Base:
+    """An iteration's messages with everything but what the scheme decides (classes and
+    loss budgets)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    layer: np.ndarray
+    lossy: np.ndarray
+    deps_off: np.ndarray
+    deps: np.ndarray
+    pkt_off: np.ndarray
+    length: np.ndarray
+    lossy_pk: np.ndarray
+    rank_pk: np.ndarray
+    mb: np.ndarray
+    pushed: int
+
+    def table(self, scheme: str, eps: float) -> MessageTable:
+        """The messages under ``scheme``: its packet classes (:func:`_priorities`), and
+        the budget ``eps`` on the messages that may lose under ``dlcp``."""
+        m = len(self.src)
+        budget = np.where(self.lossy, eps, 0.0) if scheme == "dlcp" else np.zeros(m)
+        return MessageTable(np.arange(m, dtype=np.int64), self.src, self.dst, budget,
+                            np.zeros(m), self.weight, self.layer, self.deps_off, self.deps,
+                            self.pkt_off, self.length,
+                            _priorities(scheme, self.lossy_pk, self.rank_pk, self.mb))
+
+
+def _priorities(scheme: str, lossy: np.ndarray, rank: np.ndarray,
+                mb: np.ndarray) -> np.ndarray:
+    """Class of each packet: 1 for the flat schemes, ``1 + layer_rank`` for the
+    flow-level ones and for every reliable packet, and for a packet that may lose under
+    the per-packet schemes :func:`~topocoll.sim.gradient_packets.packet_priority` with
+    ``a = 1``, ``b = 3`` over two magnitude buckets."""
     if scheme in _FLAT:
-        return packetize(mid, nbytes, payload, layer=b, flat_priority=1)
+        return np.ones(len(lossy), np.int64)
+    layer = 1 + rank
     if scheme in ("layer_priority", "spray"):
-        return packetize(mid, nbytes, payload, layer=b, flat_priority=1 + layer_rank)
-    return packetize(mid, nbytes, payload, layer=b, layer_rank=layer_rank, scores=scores,
-                     buckets=2, a=1, b=3, queues=NUM_QUEUES)
+        return layer.astype(np.int64)
+    per_packet = np.clip(rank + 3 * mb, 1, NUM_QUEUES - 1)
+    return np.where(lossy, per_packet, layer).astype(np.int64)
 
 
-def _reliable_packets(scheme, mid, nbytes, payload, b, layer_rank):
-    """Packets of a message that must arrive (pull, all-gather, broadcast): the message's
-    layer class, one class for the baseline."""
-    return packetize(mid, nbytes, payload, layer=b,
-                     flat_priority=1 if scheme in _FLAT else 1 + layer_rank)
-
-
-def _ring_messages(bks, workers, scheme, eps, payload, rng):
+def _ring_messages(bks, workers, out: _Specs) -> int:
     """Ring all-reduce per bucket: ``W - 1`` reduce-scatter steps (loss allowed, each
     message charged for the contributions its chunk carries), then ``W - 1`` all-gather
     steps (reliable); worker ``i`` sends to ``i + 1``, each step after its previous
-    receive."""
-    msgs, pushed, mid = [], 0, 0
+    receive. Returns the bytes that may lose."""
+    pushed = 0
     nb = len(bks)
     for b, (_, nbytes) in enumerate(bks):
         layer_rank = 4 * b // max(nb, 1)
@@ -125,26 +201,19 @@ def _ring_messages(bks, workers, scheme, eps, payload, rng):
             for i in range(workers):
                 j = (i + 1) % workers
                 deps = () if prev[i] is None else (prev[i],)
-                if lossy:
-                    pk = _lossy_packets(scheme, mid, chunk, payload, b, layer_rank, rng)
-                    pushed += chunk
-                else:
-                    pk = _reliable_packets(scheme, mid, chunk, payload, b, layer_rank)
-                msgs.append(Message(mid, i, j, tuple(pk),
-                                    eps=eps if (lossy and scheme == "dlcp") else 0.0,
-                                    deps=deps, weight=float(step + 1) if lossy else 1.0))
-                cur[j] = mid
-                mid += 1
+                pushed += chunk if lossy else 0
+                cur[j] = out.add(i, j, chunk, lossy, b, layer_rank, deps=deps,
+                                 weight=float(step + 1) if lossy else 1.0)
             prev = cur
-    return msgs, pushed
+    return pushed
 
 
-def _tree_messages(bks, workers, scheme, eps, payload, rng):
+def _tree_messages(bks, workers, out: _Specs) -> int:
     """Tree all-reduce per bucket on the binary tree of ranks (parent of ``i`` is
     ``(i - 1) // 2``): every child sends its partial sum up once its own children's have
     arrived (loss allowed, charged for the workers its subtree holds), then the root's
     result goes down the same tree (reliable), each child after its parent received."""
-    msgs, lossy, mid = [], 0, 0
+    lossy = 0
     nb = len(bks)
 
     def subtree(i):
@@ -155,61 +224,63 @@ def _tree_messages(bks, workers, scheme, eps, payload, rng):
         up = {}
         for i in range(workers - 1, 0, -1):          # leaves first
             deps = tuple(up[c] for c in (2 * i + 1, 2 * i + 2) if c in up)
-            pk = _lossy_packets(scheme, mid, nbytes, payload, b, layer_rank, rng)
-            msgs.append(Message(mid, i, (i - 1) // 2, tuple(pk),
-                                eps=eps if scheme == "dlcp" else 0.0, deps=deps,
-                                weight=float(subtree(i))))
+            up[i] = out.add(i, (i - 1) // 2, nbytes, True, b, layer_rank, deps=deps,
+                            weight=float(subtree(i)))
             lossy += nbytes
-            up[i] = mid
-            mid += 1
         down = {0: tuple(up[c] for c in (1, 2) if c in up)}
         for i in range(1, workers):
-            pk = _reliable_packets(scheme, mid, nbytes, payload, b, layer_rank)
             parent = (i - 1) // 2
-            msgs.append(Message(mid, parent, i, tuple(pk), deps=down[parent]))
-            down[i] = (mid,)
-            mid += 1
-    return msgs, lossy
+            down[i] = (out.add(parent, i, nbytes, False, b, layer_rank, deps=down[parent]),)
+    return lossy
+
+
+def _iteration_base(model: LayeredModel, workers: int, *, payload: int, bucket: float,
+                    scale: float, rng: np.random.Generator, pattern: str) -> _Base:
+    """The scheme-independent part of an iteration's messages (see :func:`dlcp_table`)."""
+    if pattern not in PATTERNS:
+        raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
+                         item="--pattern")
+    bks = _buckets(model, bucket, scale)
+    out = _Specs()
+    if pattern == "ring":
+        pushed = _ring_messages(bks, workers, out)
+    elif pattern == "tree":
+        pushed = _tree_messages(bks, workers, out)
+    else:
+        pushed = 0
+        nb = len(bks)
+        for b, (_, nbytes) in enumerate(bks):
+            layer_rank = 4 * b // max(nb, 1)                # 0..3, input side first
+            shard = max(1, nbytes // workers)
+            for s in range(workers):                        # s serves this shard
+                push_ids = tuple(out.add(w, s, shard, True, b, layer_rank)
+                                 for w in range(workers) if w != s)
+                pushed += shard * len(push_ids)
+                for w in range(workers):                    # pulls: reliable
+                    if w != s:
+                        out.add(s, w, shard, False, b, layer_rank, deps=push_ids)
+    return out.base(payload, rng, pushed)
+
+
+def dlcp_table(model: LayeredModel, workers: int, scheme: str, *, eps: float,
+               payload: int, bucket: float, scale: float, rng: np.random.Generator,
+               pattern: str = "ps") -> tuple[MessageTable, int]:
+    """The messages of one iteration under ``scheme`` as a table (the engine's fast
+    input) and the bytes that may lose, for the parameter server (``"ps"``), ring
+    (``"ring"``) or tree (``"tree"``) all-reduce."""
+    base = _iteration_base(model, workers, payload=payload, bucket=bucket, scale=scale,
+                           rng=rng, pattern=pattern)
+    return base.table(scheme, eps), base.pushed
 
 
 def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
                   payload: int, bucket: float, scale: float, rng: np.random.Generator,
                   pattern: str = "ps") -> tuple[list[Message], int]:
-    """The messages of one iteration under ``scheme`` and the bytes that may lose, for
-    the parameter server (``"ps"``) or ring all-reduce (``"ring"``)."""
-    bks = _buckets(model, bucket, scale)
-    if pattern == "ring":
-        return _ring_messages(bks, workers, scheme, eps, payload, rng)
-    if pattern == "tree":
-        return _tree_messages(bks, workers, scheme, eps, payload, rng)
-    if pattern != "ps":
-        raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
-                         item="--pattern")
-    nb = len(bks)
-    msgs: list[Message] = []
-    pushed = 0
-    mid = 0
-    for b, (_, nbytes) in enumerate(bks):
-        layer_rank = 4 * b // max(nb, 1)                    # 0..3, input side first
-        shard = max(1, nbytes // workers)
-        for s in range(workers):                            # s serves this shard
-            push_ids = []
-            for w in range(workers):
-                if w == s:
-                    continue
-                pk = _lossy_packets(scheme, mid, shard, payload, b, layer_rank, rng)
-                msgs.append(Message(mid, w, s, tuple(pk),
-                                    eps=eps if scheme == "dlcp" else 0.0))
-                push_ids.append(mid)
-                pushed += shard
-                mid += 1
-            for w in range(workers):                        # pulls: reliable
-                if w == s:
-                    continue
-                pk = _reliable_packets(scheme, mid, shard, payload, b, layer_rank)
-                msgs.append(Message(mid, s, w, tuple(pk), deps=tuple(push_ids)))
-                mid += 1
-    return msgs, pushed
+    """:func:`dlcp_table`'s messages as :class:`~topocoll.sim.dlcp_engine.Message`
+    objects (each packet a :class:`~topocoll.sim.gradient_packets.GradientPacket`)."""
+    table, pushed = dlcp_table(model, workers, scheme, eps=eps, payload=payload,
+                               bucket=bucket, scale=scale, rng=rng, pattern=pattern)
+    return table.messages(), pushed
 
 
 def background_flows(hosts: int, bandwidth: float, load: float, window: float,
@@ -232,25 +303,28 @@ def background_flows(hosts: int, bandwidth: float, load: float, window: float,
     return out
 
 
-def loss_profile(messages: Sequence[Message], lost: Sequence[tuple]) -> list[list[float]]:
+def loss_profile(messages: Sequence[Message] | MessageTable,
+                 lost: Sequence[tuple]) -> list[list[float]]:
     """Per message that may lose (a budget above zero): where its lost packets sit in its
     importance order, as quantiles in [0, 1) (0: its least important packet; packets
     ranked by class, lowest importance first, then by index), ``[]`` when it lost none.
     The empirical pattern of the engine's drops that :mod:`topocoll.studies.dlcp_convergence`
     trains with (pattern ``engine``)."""
+    t = messages if isinstance(messages, MessageTable) else MessageTable.from_messages(
+        messages)
     missing = {mid: idx for mid, idx in lost}
     out = []
-    for m in messages:
-        if m.eps <= 0:
-            continue
-        idx = missing.get(m.id, ())
+    for k in np.flatnonzero(t.eps > 0).tolist():
+        idx = missing.get(int(t.id[k]), ())
         if not idx:
             out.append([])
             continue
-        n = len(m.packets)
-        order = sorted(range(n), key=lambda i: (-m.packets[i].priority, i))
-        rank = {i: r for r, i in enumerate(order)}
-        out.append(sorted(rank[i] / n for i in idx))
+        prio = t.priority[t.pkt_off[k]:t.pkt_off[k + 1]]
+        n = len(prio)
+        order = np.lexsort((np.arange(n), -prio))
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+        out.append(sorted(float(rank[i]) / n for i in idx))
     return out
 
 
@@ -279,17 +353,22 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
              payload: int = 64 * 1024, bucket: float = 25e6, scale: float = 1.0,
              tail_timer: float = 50e-6, rto: float = 1e-3, window: int = 2,
              pattern: str = "ps", mark: int | None = None,
-             background_class: int = _BG_CLASS,
+             background_class: int = _BG_CLASS, jobs: int = 1,
              progress: Callable[[str], None] | None = None) -> list[dict]:
     """One record per scheme: ``scheme``, ``p50_s`` and ``p99_s`` of the iteration
     communication time, ``loss_fraction`` (pushed bytes taken as zero), mean
     ``retransmitted_bytes`` per iteration, ``drops`` (gradient packets),
-    ``iterations_s`` and ``loss_profile`` (:func:`loss_profile` of every iteration).
+    ``iterations_s`` and ``loss_profile`` (:func:`loss_profile` of every iteration),
+    ``p50_ci_s`` and ``p99_ci_s`` (95% order-statistic intervals,
+    :func:`~topocoll.sim.stats.quantile_ci`; None where the iterations are too few to
+    bound that side) with their exact ``ci_coverage``.
     Iteration ``i`` uses the same background and magnitudes under every scheme (seeded
     by ``seed`` and ``i``). ``scale`` shrinks the gradients (tests); ``mark`` is the ECN
     threshold of the ``dctcp`` scheme in bytes (default: a fifth of ``buffer``);
     ``background_class`` the class of the background traffic (1-7; the gradients' classes
-    are 1-6 by layer and magnitude)."""
+    are 1-6 by layer and magnitude). ``jobs`` worker processes share the scheme-iterations
+    when there are several and each is big (:data:`PARALLEL_MIN_PACKETS`); the records
+    do not depend on it."""
     for s in schemes:
         if s not in SCHEMES:
             raise InputError(f"unknown scheme {s!r} (known: {', '.join(SCHEMES)})",
@@ -313,43 +392,89 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
     if pattern not in PATTERNS:
         raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
                          item="--pattern")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise InputError(f"jobs must be a positive integer, got {jobs!r}", item="--jobs")
     paths = shortest_paths(topology)
     host_bw = min(lk.bandwidth for lk in topology.links if lk.src < n)
     total = 4.0 * model.parameters * scale
     # the window over which background arrives: a few times the ideal exchange
     bg_window = 3 * 2 * total * (workers - 1) / workers / host_bw
-    out = []
-    for sch in schemes:
-        times, zero, pushed, retx = [], 0, 0, 0
-        drops = np.zeros(8, np.int64)
-        profile: list[list[float]] = []
-        for it in range(iterations):
+    common = dict(topology=topology, model=model, workers=workers,
+                  background_load=background_load, seed=seed, eps=eps, buffer=buffer,
+                  payload=payload, bucket=bucket, scale=scale, tail_timer=tail_timer,
+                  rto=rto, window=window, pattern=pattern, mark=mark,
+                  background_class=background_class, paths=paths, host_bw=host_bw,
+                  bg_window=bg_window)
+    tasks = [(sch, it) for it in range(iterations) for sch in schemes]
+    # packets one task simulates: gradients both ways and the background, all hosts
+    work = (2 * total + background_load * host_bw * bg_window * n) / payload
+    done: dict[tuple[str, int], dict] = {}
+    if jobs > 1 and len(tasks) > 1 and work >= PARALLEL_MIN_PACKETS:
+        from ..procs import process_pool
+
+        with process_pool(min(jobs, len(tasks))) as pool:
+            futures = {pool.submit(_iteration, sch, it, **common): (sch, it)
+                       for sch, it in tasks}
+            from concurrent.futures import as_completed
+
+            for f in as_completed(futures):
+                sch, it = futures[f]
+                done[(sch, it)] = f.result()
+                if progress is not None:
+                    progress(f"{sch} iteration {it + 1}")
+    else:
+        for sch, it in tasks:
             if progress is not None:
                 progress(f"{sch} iteration {it + 1}")
-            rng = np.random.default_rng([seed, it])
-            bg = background_flows(n, host_bw, background_load, bg_window, rng,
-                                  priority=background_class)
-            msgs, p = dlcp_messages(model, workers, sch, eps=eps, payload=payload,
-                                    bucket=bucket * scale, scale=scale, rng=rng,
-                                    pattern=pattern)
-            r = simulate_messages(topology, msgs,
-                                  _policy(sch, buffer, buffer // 5 if mark is None else mark),
-                                  spray=sch not in (*_FLAT, "layer_priority"),
-                                  tail_timer=tail_timer, rto=rto, background=bg,
-                                  payload=payload, paths=paths, seed=seed + it,
-                                  window=window,
-                                  transport=DCTCP(init_window=max(1, 15_000 // payload))
-                                  if sch == "dctcp" else None)
-            times.append(float(r.finish.max()))
-            profile += loss_profile(msgs, r.lost_packets)
-            zero += int(r.zero_filled.sum())
-            pushed += p
-            retx += r.retransmitted_bytes
-            drops += r.drops
+            done[(sch, it)] = _iteration(sch, it, **common)
+    out = []
+    for sch in schemes:
+        runs = [done[(sch, it)] for it in range(iterations)]
+        times = [r["time"] for r in runs]
+        pushed = sum(r["pushed"] for r in runs)
+        zero = sum(r["zero"] for r in runs)
+        p50, p99 = quantile_ci(times, 0.5), quantile_ci(times, 0.99)
         out.append({"scheme": sch, "p50_s": float(np.percentile(times, 50)),
                     "p99_s": float(np.percentile(times, 99)),
+                    "p50_ci_s": p50.as_list(), "p99_ci_s": p99.as_list(),
+                    "ci_coverage": [p50.coverage, p99.coverage],
                     "loss_fraction": zero / pushed if pushed else 0.0,
-                    "retransmitted_bytes": retx / iterations,
-                    "drops": int(drops.sum()), "iterations_s": times,
-                    "loss_profile": profile})
+                    "retransmitted_bytes": sum(r["retx"] for r in runs) / iterations,
+                    "drops": int(sum(r["drops"] for r in runs)), "iterations_s": times,
+                    "loss_profile": [q for r in runs for q in r["profile"]]})
     return out
+
+
+#: the last iteration's background and messages in this process (the schemes of one
+#: iteration share them; tasks come iteration by iteration)
+_LAST: dict = {}
+
+
+def _iteration(sch: str, it: int, *, topology, model, workers, background_load, seed, eps,
+               buffer, payload, bucket, scale, tail_timer, rto, window, pattern, mark,
+               background_class, paths, host_bw, bg_window) -> dict:
+    """Iteration ``it`` of scheme ``sch`` (its own seed: the same in any process)."""
+    n = topology.num_ranks
+    key = (model, n, workers, background_load, seed, payload, bucket, scale, pattern,
+           background_class, host_bw, bg_window, it)
+    if _LAST.get("key") != key:
+        rng = np.random.default_rng([seed, it])
+        bg = background_flows(n, host_bw, background_load, bg_window, rng,
+                              priority=background_class)
+        base = _iteration_base(model, workers, payload=payload, bucket=bucket * scale,
+                               scale=scale, rng=rng, pattern=pattern)
+        _LAST.clear()
+        _LAST.update(key=key, bg=bg, base=base)
+    bg, base = _LAST["bg"], _LAST["base"]
+    msgs = base.table(sch, eps)
+    r = simulate_messages(topology, msgs,
+                          _policy(sch, buffer, buffer // 5 if mark is None else mark),
+                          spray=sch not in (*_FLAT, "layer_priority"),
+                          tail_timer=tail_timer, rto=rto, background=bg,
+                          payload=payload, paths=paths, seed=seed + it,
+                          window=window,
+                          transport=DCTCP(init_window=max(1, 15_000 // payload))
+                          if sch == "dctcp" else None)
+    return {"time": float(r.finish.max()), "profile": loss_profile(msgs, r.lost_packets),
+            "zero": int(r.zero_filled.sum()), "pushed": int(base.pushed),
+            "retx": int(r.retransmitted_bytes), "drops": int(r.drops.sum())}

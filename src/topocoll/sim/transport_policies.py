@@ -55,6 +55,10 @@ class FixedWindow:
     def window(self, flow) -> int:
         return self.size
 
+    def compiled(self) -> tuple:
+        """``(kind, parameters...)`` of this transport for the engine's compiled loop."""
+        return (0, self.size, 0, 0.0, 0)
+
     def on_ack(self, flow, marked: bool, delivered: bool) -> None:
         return None
 
@@ -94,6 +98,11 @@ class DCTCP:
 
     def window(self, flow) -> int:
         return max(1, min(self.max_window, int(self._flow(flow).cwnd)))
+
+    def compiled(self) -> tuple:
+        """``(kind, window, init_window, g, max_window)`` for the compiled loop (which
+        keeps the per-flow state itself; this object's ``flows`` stay empty)."""
+        return (1, 0, self.init_window, float(self.g), self.max_window)
 
     def alpha(self, flow) -> float:
         return self._flow(flow).alpha

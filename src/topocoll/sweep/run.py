@@ -12,19 +12,17 @@ interpreter start. Workers ask the kernel to end them when the driver dies
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import json
 import os
-import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
-from multiprocessing import get_context
 
 from .. import __version__
 from ..errors import InputError, NotSupportedError
+from ..procs import process_pool
 from .spec import Point, SweepSpec
 from .store import SweepStore
 
@@ -51,13 +49,6 @@ def spec_hash(spec: SweepSpec) -> str:
     blob = json.dumps([spec.command, spec.grid, spec.fixed, spec.sample, spec.repeat],
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except OSError:   # pragma: no cover - not Linux
-        pass
 
 
 def _run_point(execute: Callable, argv: list[str]) -> tuple[str, object, str | None, float]:
@@ -139,9 +130,7 @@ def _dispatch(todo: list[Point], execute: Callable, workers: int, record: Callab
         for p in todo:
             record(p, _run_point(execute, p.argv()))
     elif todo:
-        ctx = get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                 initializer=_die_with_parent) as pool:
+        with process_pool(workers) as pool:
             pending = {}
             it = iter(todo)
             for p in it:                     # keep two points in flight per worker
