@@ -60,21 +60,26 @@ def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_pat
                          scale=((8, big),), scale_iterations=1,
                          scale_schemes=("baseline", "dlcp"), eps_values=(0.1,),
                          gradient_scale=0.02, low_background_iterations=1,
-                         jumbo_iterations=1)
+                         payloads=(9000, 64 * 1024))
     assert [r["scheme"] for r in res["scale"][0]["schemes"]] == ["baseline", "dlcp"]
+    assert [(s["workers"], s["payload"]) for s in res["scale"]] == [(8, 9000), (8, 65536)]
     direct = run_dlcp(parse_spec(big), LAYERED["resnet50"], workers=8, iterations=1,
-                      seed=1, schemes=("baseline", "dlcp"), scale=0.02)
+                      seed=1, schemes=("baseline", "dlcp"), scale=0.02, payload=9000,
+                      window=14)
     for got, want in zip(res["scale"][0]["schemes"], direct, strict=True):
         assert got["p50_s"] == want["p50_s"] and got["drops"] == want["drops"]
         assert "loss_profile" not in got and "lossy_messages" in got
     assert {t["scheme"] for t in res["time_to_accuracy"]} >= {"baseline", "dlcp"}
     low = res["low_background"]
     assert low["background_class"] == 7 and len(low["schemes"]) == len(res["schemes"])
-    assert [r["scheme"] for r in res["jumbo"]["schemes"]] == ["spray", "selective_drop",
-                                                               "dlcp"]
+    size = res["sizes"][0]
+    assert size["payload"] == 65536 and size["window"] == 2
+    assert [r["scheme"] for r in size["schemes"]] == [r["scheme"] for r in res["schemes"]]
     assert res["wall_s"]["simulation"] >= 0
     paths = write_dlcp_study(tmp_path, res)
     assert sorted(p.name for p in paths) == ["dlcp-convergence.png", "dlcp-results.json",
-                                             "dlcp-scale.png"]
+                                             "dlcp-scale.png", "dlcp-tables.md"]
+    tables = (tmp_path / "dlcp-tables.md").read_text()
+    assert "### 8 workers on" in tables and "| dlcp |" in tables
     saved = json.loads((tmp_path / "dlcp-results.json").read_text())
     assert "wall_s" not in saved and saved["scale"][0]["workers"] == 8

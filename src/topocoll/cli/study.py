@@ -377,11 +377,13 @@ def _design(output: Path, as_json: bool) -> None:
 def _dlcp(output: Path, as_json: bool) -> None:
     from rich.progress import Progress
 
+    from ..procs import available_cores
     from ..studies.dlcp import run_dlcp_study, write_dlcp_study
 
     with Progress(console=err, transient=True, disable=as_json) as bar:
         task = bar.add_task("DLCP study", total=None)
-        res = run_dlcp_study(progress=lambda s: bar.update(task, description=s))
+        res = run_dlcp_study(jobs=available_cores(),
+                             progress=lambda s: bar.update(task, description=s))
     paths = write_dlcp_study(output, res)
     if as_json:
         print_json({"written": [str(p) for p in paths], "wall_s": res["wall_s"],
