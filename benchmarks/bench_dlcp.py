@@ -49,6 +49,16 @@ def _command(argv: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv: list[str]) -> None:
     from topocoll.fabric import run_dlcp
     from topocoll.sim.dlcp_engine import simulate_messages
@@ -93,7 +103,7 @@ def main(argv: list[str]) -> None:
         rows.append(("topocoll study dlcp (run_dlcp_study)", dt, 1200.0,
                      f"{res['wall_s']['simulation']} s simulation, "
                      f"{res['wall_s']['training']} s training"))
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    print(f"machine: {_cpu()}, {os.cpu_count()} cores, "
           f"load {load0:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"{'case':<72} {'seconds':>9} {'target':>8}  met  note")
     for name, t, target, note in rows:
