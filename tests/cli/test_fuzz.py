@@ -471,6 +471,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("dlcp-eps", ["dlcp", "--eps", "0"], 2, "eps"),
     ("dlcp-iterations", ["dlcp", "--iterations", "0"], 2, "iterations"),
     ("dlcp-jobs", ["dlcp", "--jobs", "-1"], 2, "--jobs"),
+    ("dlcp-transport", ["dlcp", "--transport", "bbr", "--workers", "2"], 2, "transport"),
     ("dlcp-window", ["dlcp", "--window", "0"], 2, "window"),
     ("dlcp-payload", ["dlcp", "--payload", "8B"], 2, "payload"),
     ("dlcp-buffer", ["dlcp", "--buffer", "lots"], 2, "lots"),

@@ -86,6 +86,22 @@ def test_worker_processes_give_the_same_records(monkeypatch):
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], jobs=0, **kw)
     assert e.value.item == "--jobs"
+    with pytest.raises(InputError) as e:
+        run_dlcp(t, LAYERED["resnet50"], transport="bbr", **kw)
+    assert e.value.item == "--transport"
+
+
+def test_dctcp_in_every_scheme_reacts_to_marks():
+    """With DCTCP under every scheme the baseline becomes the dctcp scheme, and the marks
+    slow the senders: fewer drops than the fixed window for every scheme."""
+    t = parse_spec(TOPO)
+    kw = dict(workers=4, iterations=1, seed=2, background_load=0.3, scale=0.1,
+              buffer=200_000, payload=9000, window=14)
+    fixed = {r["scheme"]: r for r in run_dlcp(t, LAYERED["resnet50"], **kw)}
+    cc = {r["scheme"]: r for r in run_dlcp(t, LAYERED["resnet50"], transport="dctcp", **kw)}
+    assert cc["baseline"]["iterations_s"] == fixed["dctcp"]["iterations_s"]
+    assert cc["dctcp"] == {**fixed["dctcp"]}
+    assert sum(r["drops"] for r in cc.values()) < sum(r["drops"] for r in fixed.values())
 
 
 def test_command_json():

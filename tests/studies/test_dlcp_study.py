@@ -60,7 +60,7 @@ def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_pat
                          scale=((8, big),), scale_iterations=1,
                          scale_schemes=("baseline", "dlcp"), eps_values=(0.1,),
                          gradient_scale=0.02, low_background_iterations=1,
-                         payloads=(9000, 64 * 1024))
+                         dctcp_iterations=1, payloads=(9000, 64 * 1024))
     assert [r["scheme"] for r in res["scale"][0]["schemes"]] == ["baseline", "dlcp"]
     assert [(s["workers"], s["payload"]) for s in res["scale"]] == [(8, 9000), (8, 65536)]
     direct = run_dlcp(parse_spec(big), LAYERED["resnet50"], workers=8, iterations=1,
@@ -81,5 +81,9 @@ def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_pat
                                              "dlcp-scale.png", "dlcp-tables.md"]
     tables = (tmp_path / "dlcp-tables.md").read_text()
     assert "### 8 workers on" in tables and "| dlcp |" in tables
+    cc = {r["scheme"]: r for r in res["dctcp_everywhere"]["schemes"]}
+    assert len(cc) == len(res["schemes"]) and "### DCTCP and ECN marks" in tables
+    # under DCTCP everywhere the baseline is the dctcp scheme: the same ports and windows
+    assert cc["baseline"]["iterations_s"] == cc["dctcp"]["iterations_s"]
     saved = json.loads((tmp_path / "dlcp-results.json").read_text())
     assert "wall_s" not in saved and saved["scale"][0]["workers"] == 8

@@ -38,6 +38,9 @@ def dlcp(
     window: Annotated[int, typer.Option(help="Packets in flight per message.")] = 2,
     pattern: Annotated[str, typer.Option(
         help="ps (co-located parameter server), ring or tree (all-reduce).")] = "ps",
+    transport: Annotated[str, typer.Option(
+        help="fixed (a window of --window packets; DCTCP only in the dctcp scheme) or "
+             "dctcp (DCTCP with ECN marks in every scheme).")] = "fixed",
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Worker processes for the scheme-iterations (0: every "
                              "core; results do not depend on it).")] = 0,
@@ -83,7 +86,7 @@ def dlcp(
                         iterations=iterations, seed=seed, schemes=chosen, eps=eps,
                         buffer=buf, payload=pay, window=window, pattern=pattern,
                         background_class=background_class,
-                        jobs=jobs or available_cores(),
+                        jobs=jobs or available_cores(), transport=transport,
                         progress=lambda s: bar.update(task, advance=1, description=s))
     from ..fabric import profile_summary
 
@@ -93,6 +96,7 @@ def dlcp(
            "background_load": background_load, "background_class": background_class,
            "iterations": iterations, "seed": seed,
            "eps": eps, "buffer": buf, "payload": pay, "window": window, "pattern": pattern,
+           "transport": transport,
            "schemes": recs}
     if as_json:
         print_json(rec)

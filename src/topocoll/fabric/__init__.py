@@ -9,6 +9,7 @@ from ..lazy import lazy_exports
 _WHERE = {
     "PATTERNS": "dlcp",
     "SCHEMES": "dlcp",
+    "TRANSPORTS": "dlcp",
     "background_flows": "dlcp",
     "dlcp_messages": "dlcp",
     "dlcp_table": "dlcp",
@@ -112,6 +113,7 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "topoopt_cost", "TOPOOPT_BATCH", "FabricEval", "Job", "Timing", "Traffic",
            "TopoOptResult", "baselines", "describe_strategy", "expander_fabric", "mcmc",
            "optimize", "switch_fabric", "SPLITS", "mp_matchings", "SCHEMES", "PATTERNS",
+           "TRANSPORTS",
            "background_flows", "dlcp_messages", "dlcp_table", "run_dlcp", "loss_profile",
            "profile_summary", "FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill",
            "DesignJob", "Design", "DesignResult", "family_topology", "family_bill",

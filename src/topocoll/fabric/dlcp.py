@@ -67,11 +67,13 @@ from ..sim.transport_policies import DCTCP
 from ..topology import Topology
 from ..workload import LayeredModel
 
-__all__ = ["PATTERNS", "SCHEMES", "run_dlcp", "dlcp_messages", "dlcp_table",
+__all__ = ["PATTERNS", "SCHEMES", "TRANSPORTS", "run_dlcp", "dlcp_messages", "dlcp_table",
            "background_flows",
            "loss_profile", "profile_summary"]
 
 PATTERNS = ("ps", "ring", "tree")
+#: how messages pace themselves: a fixed window, or DCTCP (with ECN marks) in every scheme
+TRANSPORTS = ("fixed", "dctcp")
 SCHEMES = ("baseline", "dctcp", "layer_priority", "spray", "packet_priority",
            "selective_drop", "dlcp")
 #: Schemes with the baseline's flat priority, FIFO ports and ECMP per message.
@@ -337,7 +339,16 @@ def profile_summary(profile: Sequence[Sequence[float]]) -> dict:
             if lossy else None}
 
 
-def _policy(scheme: str, buffer: int, mark: int):
+def _policy(scheme: str, buffer: int, mark: int, ecn: bool = False):
+    """The scheme's switch ports; ``ecn``: every scheme's ports mark at ``mark`` bytes
+    (DCTCP under every scheme)."""
+    inner = _ports(scheme, buffer, mark)
+    if ecn and not isinstance(inner, ECNMarking):
+        return ECNMarking(inner, mark)
+    return inner
+
+
+def _ports(scheme: str, buffer: int, mark: int):
     if scheme == "baseline":
         return DropTail(buffer)
     if scheme == "dctcp":
@@ -354,6 +365,7 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
              tail_timer: float = 50e-6, rto: float = 1e-3, window: int = 2,
              pattern: str = "ps", mark: int | None = None,
              background_class: int = _BG_CLASS, jobs: int = 1,
+             transport: str = "fixed",
              progress: Callable[[str], None] | None = None) -> list[dict]:
     """One record per scheme: ``scheme``, ``p50_s`` and ``p99_s`` of the iteration
     communication time, ``loss_fraction`` (pushed bytes taken as zero), mean
@@ -366,9 +378,12 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
     by ``seed`` and ``i``). ``scale`` shrinks the gradients (tests); ``mark`` is the ECN
     threshold of the ``dctcp`` scheme in bytes (default: a fifth of ``buffer``);
     ``background_class`` the class of the background traffic (1-7; the gradients' classes
-    are 1-6 by layer and magnitude). ``jobs`` worker processes share the scheme-iterations
-    when there are several and each is big (:data:`PARALLEL_MIN_PACKETS`); the records
-    do not depend on it."""
+    are 1-6 by layer and magnitude). ``transport``: ``fixed`` (a window of ``window``
+    packets, DCTCP only in the ``dctcp`` scheme) or ``dctcp`` (congestion control in
+    every scheme: every port marks ECN at ``mark``, every message runs DCTCP from Linux's
+    ten 1,500-byte segments; ``window`` is then unused). ``jobs`` worker processes share
+    the scheme-iterations when there are several and each is big
+    (:data:`PARALLEL_MIN_PACKETS`); the records do not depend on it."""
     for s in schemes:
         if s not in SCHEMES:
             raise InputError(f"unknown scheme {s!r} (known: {', '.join(SCHEMES)})",
@@ -392,6 +407,9 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
     if pattern not in PATTERNS:
         raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
                          item="--pattern")
+    if transport not in TRANSPORTS:
+        raise InputError(f"transport must be one of {', '.join(TRANSPORTS)}, got "
+                         f"{transport!r}", item="--transport")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"jobs must be a positive integer, got {jobs!r}", item="--jobs")
     paths = shortest_paths(topology)
@@ -404,7 +422,7 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
                   payload=payload, bucket=bucket, scale=scale, tail_timer=tail_timer,
                   rto=rto, window=window, pattern=pattern, mark=mark,
                   background_class=background_class, paths=paths, host_bw=host_bw,
-                  bg_window=bg_window)
+                  bg_window=bg_window, transport=transport)
     tasks = [(sch, it) for it in range(iterations) for sch in schemes]
     # packets one task simulates: gradients both ways and the background, all hosts
     work = (2 * total + background_load * host_bw * bg_window * n) / payload
@@ -452,7 +470,7 @@ _LAST: dict = {}
 
 def _iteration(sch: str, it: int, *, topology, model, workers, background_load, seed, eps,
                buffer, payload, bucket, scale, tail_timer, rto, window, pattern, mark,
-               background_class, paths, host_bw, bg_window) -> dict:
+               background_class, paths, host_bw, bg_window, transport) -> dict:
     """Iteration ``it`` of scheme ``sch`` (its own seed: the same in any process)."""
     n = topology.num_ranks
     key = (model, n, workers, background_load, seed, payload, bucket, scale, pattern,
@@ -467,14 +485,16 @@ def _iteration(sch: str, it: int, *, topology, model, workers, background_load, 
         _LAST.update(key=key, bg=bg, base=base)
     bg, base = _LAST["bg"], _LAST["base"]
     msgs = base.table(sch, eps)
+    cc = transport == "dctcp" or sch == "dctcp"
     r = simulate_messages(topology, msgs,
-                          _policy(sch, buffer, buffer // 5 if mark is None else mark),
+                          _policy(sch, buffer, buffer // 5 if mark is None else mark,
+                                  ecn=cc),
                           spray=sch not in (*_FLAT, "layer_priority"),
                           tail_timer=tail_timer, rto=rto, background=bg,
                           payload=payload, paths=paths, seed=seed + it,
                           window=window,
                           transport=DCTCP(init_window=max(1, 15_000 // payload))
-                          if sch == "dctcp" else None)
+                          if cc else None)
     return {"time": float(r.finish.max()), "profile": loss_profile(msgs, r.lost_packets),
             "zero": int(r.zero_filled.sum()), "pushed": int(base.pushed),
             "retx": int(r.retransmitted_bytes), "drops": int(r.drops.sum())}

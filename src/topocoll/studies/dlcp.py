@@ -55,12 +55,15 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
                    scale_schemes: Sequence[str] = SCALE_SCHEMES,
                    eps_values: Sequence[float] = (0.005, 0.01, 0.02, 0.05, 0.1),
                    gradient_scale: float = 1.0, low_background_iterations: int = 10,
-                   jobs: int = 1, progress: Callable[[str], None] | None = None) -> dict:
+                   dctcp_iterations: int = 10, jobs: int = 1,
+                   progress: Callable[[str], None] | None = None) -> dict:
     """The engine's schemes on ``topology`` at the first of ``payloads`` (the main run,
     ``iterations`` each, trained with), every scheme again at the other packet sizes,
     the larger fabrics of ``scale`` at every packet size (``scale_schemes``,
     ``scale_iterations``), the main fabric with the background in class 7, below every
-    gradient class (``low_background_iterations``; 0 leaves it out), the convergence
+    gradient class (``low_background_iterations``; 0 leaves it out), the main fabric with
+    DCTCP and ECN marks under every scheme (``dctcp_iterations``; 0 leaves it out), the
+    convergence
     grid and time to ``target`` accuracy, with the wall time of each part (simulation
     and training). Every run keeps :data:`IN_FLIGHT` bytes in flight per message.
     ``gradient_scale`` shrinks the model's gradients (tests); ``jobs`` worker processes
@@ -91,6 +94,8 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
              for p in payloads[1:]]
     low = variant("background class 7", workers=workers, background_class=7,
                   iterations=low_background_iterations) if low_background_iterations else []
+    cc = variant("DCTCP in every scheme", workers=workers, transport="dctcp",
+                 iterations=dctcp_iterations) if dctcp_iterations else []
     at_scale = [{"workers": w, "topology": spec, "payload": p, "window": window_for(p),
                  "iterations": scale_iterations,
                  "schemes": variant(f"{w} workers, {p} B", parse_spec(spec), payload=p,
@@ -127,6 +132,7 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
             "schemes": schemes, "scale": at_scale, "sizes": sizes,
             "low_background": {"background_class": 7,
                                "iterations": low_background_iterations, "schemes": low},
+            "dctcp_everywhere": {"iterations": dctcp_iterations, "schemes": cc},
             "convergence": conv,
             "time_to_accuracy": tta,
             "wall_s": {"simulation": round(t_sim), "training": round(t_train)}}
@@ -248,4 +254,9 @@ def render_tables(res: dict) -> str:
         out += ["", f"### Background in class 7, below every gradient class "
                     f"({low['iterations']} iterations, {st['payload']}-byte packets)", ""]
         out += _rows_table(low["schemes"])
+    cc = res.get("dctcp_everywhere", {})
+    if cc.get("schemes"):
+        out += ["", f"### DCTCP and ECN marks in every scheme ({cc['iterations']} iterations, "
+                    f"{st['payload']}-byte packets)", ""]
+        out += _rows_table(cc["schemes"])
     return "\n".join(out) + "\n"
