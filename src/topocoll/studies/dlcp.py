@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fabric import profile_summary, run_dlcp
+from ..fabric import SCHEMES, profile_summary, run_dlcp
 from ..topology.spec import parse_spec
 from ..workload import LAYERED
 from ._common import save_figure
@@ -92,10 +92,15 @@ def run_dlcp_study(*, workers: int = 16, background_load: float = 0.5, iteration
               "schemes": variant(f"{p}-byte packets", payload=p, workers=workers,
                                  iterations=iterations)}
              for p in payloads[1:]]
+    # the variants leave out the schemes they cannot change: drop-tail ports ignore the
+    # background's class, and under DCTCP everywhere the baseline is the dctcp scheme
     low = variant("background class 7", workers=workers, background_class=7,
-                  iterations=low_background_iterations) if low_background_iterations else []
+                  iterations=low_background_iterations,
+                  schemes=[s for s in SCHEMES if s not in ("baseline", "dctcp")]) \
+        if low_background_iterations else []
     cc = variant("DCTCP in every scheme", workers=workers, transport="dctcp",
-                 iterations=dctcp_iterations) if dctcp_iterations else []
+                 iterations=dctcp_iterations,
+                 schemes=[s for s in SCHEMES if s != "dctcp"]) if dctcp_iterations else []
     at_scale = [{"workers": w, "topology": spec, "payload": p, "window": window_for(p),
                  "iterations": scale_iterations,
                  "schemes": variant(f"{w} workers, {p} B", parse_spec(spec), payload=p,
