@@ -95,6 +95,7 @@ class LinkLoads:
             raise InputError(f"{topology.name}: rank {u} cannot reach rank {t}",
                              item=f"rank {u}")
         self.dist = dist
+        self._level_cache: dict[int, list] = {}
         self.diameter = int(dist[:, :self.n].max())
 
     def next_hops(self, u: int, t: int) -> list[int]:
@@ -114,20 +115,41 @@ class LinkLoads:
                              item="demands")
         m = D.shape[0]
         loads = np.zeros((len(self.keys), m))
-        index = self.index
         for t in range(self.n):
             Q = np.zeros((self.nodes, m))
             Q[:self.n] = D[:, :, t].T
             Q[t] = 0.0
-            d = self.dist[t]
-            reach = np.flatnonzero(np.isfinite(d) & (d > 0))
-            for u in reach[np.argsort(-d[reach], kind="stable")]:
-                q = Q[u]
-                if not q.any():
-                    continue
-                hops = self.next_hops(int(u), t)
-                share = q / len(hops)
-                for v in hops:
-                    loads[index[(int(u), v)]] += share
-                    Q[v] += share
+            # the links one hop closer to t, level by level from the farthest, each
+            # level's sources in increasing order (the same additions in the same order
+            # as walking node by node)
+            for links, src, dst, w in self._levels(t):
+                share = Q[src] / w[:, None]
+                loads[links] += share
+                np.add.at(Q, dst, share)
         return loads
+
+    def _levels(self, t: int) -> list:
+        """Per distance from rank ``t`` (farthest first): the merged links one hop closer
+        to ``t`` leaving nodes at that distance, their sources, destinations and the
+        number of hops their source splits over (``"shortest"``: the first hop only),
+        sorted by source."""
+        cache = self._level_cache
+        if t in cache:
+            return cache[t]
+        d = self.dist[t]
+        ks = np.asarray(self.keys, dtype=np.int64).reshape(-1, 2)
+        src, dst = ks[:, 0], ks[:, 1]
+        on = np.isfinite(d[src]) & (d[src] > 0) & (d[dst] == d[src] - 1)
+        idx = np.flatnonzero(on)                    # keys are sorted: by source, then hop
+        if self.routing == "shortest":
+            first = np.ones(len(idx), bool)
+            first[1:] = src[idx[1:]] != src[idx[:-1]]
+            idx = idx[first]
+        deg = np.bincount(src[idx], minlength=self.nodes)
+        out = []
+        lev = d[src[idx]]
+        for level in sorted(set(lev.tolist()), reverse=True):
+            e = idx[lev == level]
+            out.append((e, src[e], dst[e], deg[src[e]].astype(float)))
+        cache[t] = out
+        return out

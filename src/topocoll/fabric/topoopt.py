@@ -11,7 +11,7 @@ volumes (the paper's rule; the released code gives every port to all-reduce, ava
   when no group spans every server, one jump-1 ring over all of them keeps the topology
   connected (as the released code does);
 - MP ports are ``d_MP`` rounds of maximum-weight perfect matching on the MP demand
-  (networkx's blossom algorithm), each matched pair's remaining demand multiplied by
+  (rustworkx's blossom algorithm), each matched pair's remaining demand multiplied by
   ``c / (c + 1)`` after its ``c``-th link (diminishing returns).
 
 Examples
@@ -168,9 +168,10 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
 
 def mp_matchings(mp: np.ndarray, rounds: int) -> list[tuple[tuple[int, int], ...]]:
     """``rounds`` maximum-weight perfect matchings on the symmetric demand ``mp``
-    (networkx's blossom algorithm), each matched pair's demand multiplied by
-    ``c / (c + 1)`` after its ``c``-th link."""
-    import networkx as nx
+    (rustworkx's blossom algorithm, exact on integer weights: each pair's demand in units
+    of ``2^-40`` of the largest, plus one so that every pair stays eligible), each matched
+    pair's demand multiplied by ``c / (c + 1)`` after its ``c``-th link."""
+    import rustworkx as rx
 
     M = np.array(mp, float)
     n = len(M)
@@ -178,14 +179,14 @@ def mp_matchings(mp: np.ndarray, rounds: int) -> list[tuple[tuple[int, int], ...
     demand = (M + M.T) / 2
     np.fill_diagonal(demand, 0.0)
     scale = demand.max() or 1.0
+    iu, ju = np.triu_indices(n, 1)
     out = []
     for _ in range(rounds):
-        G = nx.Graph()
-        for i in range(n):
-            for j in range(i + 1, n):
-                # +1 keeps every pair eligible, so the matching is perfect
-                G.add_edge(i, j, weight=1.0 + demand[i, j] / scale * n * n)
-        m = nx.max_weight_matching(G, maxcardinality=True)
+        w = 1 + np.rint(demand[iu, ju] / scale * 2.0**40).astype(np.int64)
+        g = rx.PyGraph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from(list(zip(iu.tolist(), ju.tolist(), w.tolist(), strict=True)))
+        m = rx.max_weight_matching(g, max_cardinality=True, weight_fn=int)
         pairs = tuple(sorted((min(a, b), max(a, b)) for a, b in m))
         out.append(pairs)
         for a, b in pairs:
