@@ -91,3 +91,66 @@ def test_baselines_are_priced_and_ordered():
     assert set(np.bincount([lk.src for lk in e.links])) == {4}
     with pytest.raises(InputError):
         expander_fabric(15, 3, 1e9)
+
+
+def test_fattree_fabric_is_the_priced_clos():
+    from topocoll.fabric import fattree_fabric
+    from topocoll.fabric.linkload import LinkLoads
+
+    B = 10e9
+    t = fattree_fabric(128, B)                       # 4 leaves of 32, 2 spines
+    assert t.num_switches == 6 and t.num_ranks == 128
+    ll = LinkLoads(t)
+    # all-to-all: each leaf sends 32 x 96 flows up, spread over its 2 spine links
+    D = np.ones((1, 128, 128))
+    D[0][np.diag_indices(128)] = 0
+    up = ll.route(D)[:, 0] / ll.capacity
+    assert up.max() == pytest.approx(max(127 / B, 32 * 96 / (32 * B)))
+    half = LinkLoads(fattree_fabric(128, B, oversubscription=2.0))
+    up2 = half.route(D)[:, 0] / half.capacity
+    # 2:1 at the edge: leaves of 42 servers with 22 uplinks (radix 64), the last leaf
+    # 2 servers with 2 uplinks
+    assert up2.max() == pytest.approx(max(42 * (128 - 42) / (22 * B), 127 / B))
+    assert fattree_fabric(64, B).num_switches == 1   # one switch up to the radix
+
+
+def test_search_fixed_tries_every_pipeline_degree():
+    from topocoll.fabric import search_fixed
+
+    job = Job(LAYERED["bert-topoopt"], servers=16, device=A100, batch_per_gpu=16)
+    fe = FabricEval(job, switch_fabric(16, 2e9))
+    s, t = search_fixed(fe, steps=0, rng=np.random.default_rng(0))
+    for P in job.pipelines:
+        for m in job.micro_batches:
+            x = fe.score(job.initial_strategy(P)[:-2] + (P, m))
+            assert x is None or t.iteration_s <= x.iteration_s
+    assert s[-2] > 1                    # all-reduce bound at 16 Gb/s: a pipeline pays
+    s2, t2 = search_fixed(fe, steps=200, rng=np.random.default_rng(0))
+    assert t2.iteration_s <= t.iteration_s
+
+
+def test_matchings_are_maximum_weight():
+    import itertools
+
+    from topocoll.fabric import mp_matchings
+
+    def perfect(nodes):
+        if not nodes:
+            yield ()
+            return
+        a = nodes[0]
+        for b in nodes[1:]:
+            rest = [x for x in nodes if x not in (a, b)]
+            for m in perfect(rest):
+                yield ((a, b), *m)
+
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        D = rng.random((8, 8))
+        D = D + D.T
+        got = mp_matchings(D, 2)
+        w = sum(D[a, b] for a, b in got[0])
+        assert w == pytest.approx(max(sum(D[a, b] for a, b in m)
+                                      for m in perfect(list(range(8)))))
+        assert all(len(r) == 4 for r in got)
+    assert list(itertools.chain(*got[0]))

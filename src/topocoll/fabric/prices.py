@@ -209,17 +209,19 @@ def topoopt_cost(servers: int, degree: int, port_bandwidth: float,
 
 
 def equivalent_fattree_bandwidth(servers: int, cost: float, prices: PriceTable | None = None,
-                                 radix: int = 64) -> float:
-    """The per-server bandwidth (bytes/s) of the fat-tree that costs ``cost`` dollars
-    (bisection on the increasing piecewise-linear cost; 200 halvings, deterministic)."""
+                                 radix: int = 64, oversubscription: float = 1.0) -> float:
+    """The per-server bandwidth (bytes/s) of the fat-tree (``oversubscription`` at the
+    edge) that costs ``cost`` dollars (bisection on the increasing piecewise-linear cost;
+    200 halvings, deterministic)."""
     if not cost > 0:
         raise InputError(f"cost must be positive, got {cost}", item="cost")
     lo, hi = 0.0, _GBPS
-    while fattree_cost(servers, hi, prices, radix) < cost:
+    o = oversubscription
+    while fattree_cost(servers, hi, prices, radix, o) < cost:
         hi *= 2
     for _ in range(200):
         mid = (lo + hi) / 2
-        if fattree_cost(servers, mid, prices, radix) < cost:
+        if fattree_cost(servers, mid, prices, radix, o) < cost:
             lo = mid
         else:
             hi = mid

@@ -48,7 +48,8 @@ from .topoopt import FinderResult, mp_matchings, topology_finder
 from .topoopt_job import FabricEval, Job, Timing
 
 __all__ = ["SPLITS", "mcmc", "optimize", "TopoOptResult", "baselines", "switch_fabric",
-           "expander_fabric", "describe_strategy"]
+           "expander_fabric", "describe_strategy", "fattree_fabric", "search_fixed",
+           "FATTREE_OVERSUBSCRIPTIONS"]
 
 Progress = Callable[[int, int], None]
 
@@ -64,6 +65,7 @@ def mcmc(fabric: FabricEval, start: tuple[int, ...], *, steps: int, rng: np.rand
     if t_cur is None:
         raise InputError("the starting strategy does not fit in memory", item="strategy")
     best, t_best = cur, t_cur
+    L = job.layers
     mutable = [i for i in range(len(cur)) if len(job.options(i)) > 1]
     if not mutable:
         return best, t_best
@@ -76,6 +78,11 @@ def mcmc(fabric: FabricEval, start: tuple[int, ...], *, steps: int, rng: np.rand
         i = mutable[int(rng.integers(len(mutable)))]
         opts = [o for o in job.options(i) if o != cur[i]]
         new = cur[:i] + (opts[int(rng.integers(len(opts)))],) + cur[i + 1:]
+        if i == L:
+            # a new pipeline degree comes with a micro-batch count drawn for it (the
+            # pair moves together: alone, either is rarely an improvement)
+            ms = [m for m in job.options(L + 1) if m <= new[L] * job.batch_per_gpu]
+            new = new[:L + 1] + (ms[int(rng.integers(len(ms)))],)
         u = rng.random()                       # drawn every move: the stream stays aligned
         t_new = fabric.score(new)
         if progress is not None:
@@ -111,7 +118,7 @@ class TopoOptResult:
 SPLITS = ("best", "proportional", "all-reduce")
 
 
-def _finder(job: Job, strategy, degree, bw, latency, split, routing) \
+def _finder(job: Job, strategy, degree, bw, latency, split, routing, overlap=True) \
         -> tuple[FinderResult, FabricEval]:
     """The topology step: TopologyFinder for ``strategy``'s traffic. ``split="best"``
     builds every even all-reduce port count and keeps the one the strategy runs fastest
@@ -123,30 +130,60 @@ def _finder(job: Job, strategy, degree, bw, latency, split, routing) \
         fr = topology_finder(job.servers, degree, allreduce=groups, mp=mp, bandwidth=bw,
                              latency=latency, split="proportional" if split == "best"
                              else split)
-        return fr, FabricEval(job, fr.topology, rings=fr.jumps, routing=routing)
+        return fr, FabricEval(job, fr.topology, rings=fr.jumps, routing=routing,
+                              overlap=overlap)
     if job.servers % 2:
         fr = topology_finder(job.servers, degree, allreduce=groups, mp=mp, bandwidth=bw,
                              latency=latency, split="all-reduce")
-        return fr, FabricEval(job, fr.topology, rings=fr.jumps, routing=routing)
+        return fr, FabricEval(job, fr.topology, rings=fr.jumps, routing=routing,
+                              overlap=overlap)
     rounds = mp_matchings(mp, degree - 2)
     best = None
     for da in range(2, degree - degree % 2 + 1, 2):
         fr = topology_finder(job.servers, degree, allreduce=groups, mp=mp, bandwidth=bw,
                              latency=latency, allreduce_ports=da, matchings=rounds)
-        fe = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing)
+        fe = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing,
+                        overlap=overlap)
         t = fe.time(tr).iteration_s
         if best is None or t < best[0]:
             best = (t, fr, fe)
     return best[1], best[2]
 
 
+def _start(job: Job, degree, bw, latency, split, routing, overlap):
+    """The starting pair: for each pipeline degree ``P`` the data-parallel strategy with
+    ``P`` stages, each micro-batch count tried on the topology built for it, the fastest
+    kept (ties: the smaller ``P``, then the fewer micro-batches). A strategy search on a
+    fixed topology rarely accepts a new pipeline degree (the topology's rings serve the
+    old groups), so each degree starts with a topology of its own."""
+    best = None
+    L = job.layers
+    for P in job.pipelines:
+        s0 = job.initial_strategy() if P == 1 else job.initial_strategy(P)
+        if not job.fits(s0):
+            continue
+        # the micro-batches change no volume of the iteration: one topology per degree,
+        # its port split chosen at a typical count (4 per stage)
+        m0 = max(m for m in job.options(L + 1) if m <= min(4 * P, P * job.batch_per_gpu))
+        fr, fe = _finder(job, s0[:L] + (P, m0 if P > 1 else 1), degree, bw, latency, split,
+                         routing, overlap)
+        for m in job.options(L + 1) if P > 1 else (1,):
+            s = s0[:L] + (P, m)
+            t = fe.score(s)
+            if t is not None and (best is None or t.iteration_s < best[1].iteration_s):
+                best = (s, t, fr, fe)
+    return best
+
+
 def optimize(job: Job, *, degree: int, port_bandwidth: float, rounds: int = 3,
              steps: int = 2000, seed: int = 0, latency: float = 1e-6,
              split: str = "best", routing: str = "ecmp", beta: float = 20.0,
-             progress: Progress | None = None) -> TopoOptResult:
+             overlap: bool = True, progress: Progress | None = None) -> TopoOptResult:
     """TopoOpt's alternating optimization (see the module docstring): start from the
-    data-parallel strategy and its TopologyFinder topology; then ``rounds`` times search
-    the strategy on the current topology and rebuild the topology for it.
+    data-parallel strategy with the fastest pipeline degree, each scored on its own
+    TopologyFinder topology; then ``rounds`` times search the strategy on the current
+    topology and rebuild the topology for it. ``overlap``: see
+    :class:`~topocoll.fabric.FabricEval`.
 
     ``split``: ``"proportional"`` (the paper's port split by volume), ``"all-reduce"``
     (the released code: every port to rings) or ``"best"`` (every even split tried on
@@ -160,11 +197,10 @@ def optimize(job: Job, *, degree: int, port_bandwidth: float, rounds: int = 3,
         raise InputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}",
                          item="--split")
     rng = np.random.default_rng(seed)
-    s = job.initial_strategy()
-    fr, fe = _finder(job, s, degree, port_bandwidth, latency, split, routing)
-    t = fe.score(s)
+    s, t, fr, fe = _start(job, degree, port_bandwidth, latency, split, routing, overlap)
     best = (s, t, fr, fe.links.diameter)
-    history = [{"round": 0, "iteration_s": t.iteration_s, "step": "data parallel"}]
+    history = [{"round": 0, "iteration_s": t.iteration_s,
+                "step": "data parallel" if s[-2] == 1 else f"pipeline {s[-2]}"}]
     done = 0
     total = rounds * steps
 
@@ -178,7 +214,7 @@ def optimize(job: Job, *, degree: int, port_bandwidth: float, rounds: int = 3,
         if t.iteration_s < best[1].iteration_s:
             best = (s, t, fr, fe.links.diameter)
         history.append({"round": k, "iteration_s": t.iteration_s, "step": "strategy"})
-        fr, fe = _finder(job, s, degree, port_bandwidth, latency, split, routing)
+        fr, fe = _finder(job, s, degree, port_bandwidth, latency, split, routing, overlap)
         t = fe.score(s)
         if t.iteration_s < best[1].iteration_s:
             best = (s, t, fr, fe.links.diameter)
@@ -214,44 +250,110 @@ def expander_fabric(n: int, degree: int, bandwidth: float, latency: float = 1e-6
     return Topology(f"expander:{n},d={degree},seed={seed}", n, 0, tuple(links))
 
 
+def fattree_fabric(n: int, bandwidth: float, *, radix: int = 64,
+                   oversubscription: float = 1.0, latency: float = 1e-6) -> Topology:
+    """The fat-tree of ``radix``-port switches that :func:`~topocoll.fabric.fattree_cost`
+    prices, routed: one switch up to ``radix`` servers; else leaves of
+    ``leaf_ports(radix, oversubscription)[0]`` consecutive servers at ``bandwidth`` each
+    way, each leaf with the plan's uplinks (``ClosPlan.leaf_uplinks``) at ``bandwidth``,
+    spread evenly over the spines of :func:`~topocoll.topology.scaleout.clos_plan` (ECMP splits
+    over them). A third tier (more than ``radix^2 / 2`` servers) is folded into the spines:
+    at the fluid level a non-blocking core adds hops, not limits. Every link has half of
+    ``latency`` (a switch traversal is ``latency``, as :func:`switch_fabric`)."""
+    from ..topology.scaleout import clos_plan, leaf_ports
+
+    if n <= radix:
+        return switch_fabric(n, bandwidth, latency)
+    down, _ = leaf_ports(radix, oversubscription)
+    groups = [range(i, min(n, i + down)) for i in range(0, n, down)]
+    plan = clos_plan(groups, radix=radix, oversubscription=oversubscription)
+    leaves = len(groups)
+    spines = max(plan.spines, 1)
+    links = []
+    for leaf, g in enumerate(groups):
+        sw = n + leaf
+        for r in g:
+            links += [Link(r, sw, bandwidth, latency / 2), Link(sw, r, bandwidth, latency / 2)]
+        up = plan.leaf_uplinks(leaf) * bandwidth / spines
+        for k in range(spines):
+            sp = n + leaves + k
+            links += [Link(sw, sp, up, latency / 2), Link(sp, sw, up, latency / 2)]
+    o = f",o={oversubscription:g}" if oversubscription != 1 else ""
+    return Topology(f"fattree:{n},radix={radix}{o},B={bandwidth / 1e9:g}GB/s", n,
+                    leaves + spines, tuple(links))
+
+
+def search_fixed(fabric: FabricEval, *, steps: int, rng: np.random.Generator,
+                 beta: float = 20.0) -> tuple[tuple[int, ...], Timing]:
+    """The strategy search on a fixed fabric: the data-parallel strategy with the fastest
+    pipeline degree and micro-batch count on it (as :func:`optimize` starts), then
+    :func:`mcmc`; the best of the start and the walk."""
+    job = fabric.job
+    L = job.layers
+    start, t0 = None, None
+    for P in job.pipelines:
+        s0 = job.initial_strategy() if P == 1 else job.initial_strategy(P)
+        for m in job.options(L + 1) if P > 1 else (1,):
+            t = fabric.score(s0[:L] + (P, m))
+            if t is not None and (t0 is None or t.iteration_s < t0.iteration_s):
+                start, t0 = s0[:L] + (P, m), t
+    s, t = mcmc(fabric, start, steps=steps, rng=rng, beta=beta)
+    return (s, t) if t.iteration_s <= t0.iteration_s else (start, t0)
+
+
+#: Edge oversubscriptions of the equal-cost fat-trees.
+FATTREE_OVERSUBSCRIPTIONS = (1.0, 2.0)
+
+
 def baselines(result: TopoOptResult, *, prices: PriceTable | None = None, steps: int = 2000,
               seed: int = 0, latency: float = 1e-6, reconfig_delay: float = 1e-3,
-              routing: str = "ecmp", beta: float = 20.0) -> dict[str, dict]:
+              routing: str = "ecmp", beta: float = 20.0, radix: int = 64,
+              overlap: bool = True) -> dict[str, dict]:
     """The baselines of the module docstring for a TopoOpt ``result``; each with its own
-    strategy search of ``steps`` moves from the data-parallel start."""
+    strategy search of ``steps`` moves (:func:`search_fixed`). ``fattree`` is the
+    non-blocking fat-tree that costs what the TopoOpt design costs, ``fattree_2to1`` the
+    2:1 oversubscribed one (faster edge links for the same money)."""
     job, d, B = result.job, result.degree, result.port_bandwidth
     n = job.servers
     cost = topoopt_cost(n, d, B, prices)
-    bft = equivalent_fattree_bandwidth(n, cost, prices)
-    start = job.initial_strategy()
     out: dict[str, dict] = {}
-    fabrics = {"fattree": switch_fabric(n, bft, latency),
-               "ideal_switch": switch_fabric(n, d * B, latency),
-               "expander": expander_fabric(n, d, B, latency, seed)}
+    fabrics = {}
+    bws = {}
+    for o in FATTREE_OVERSUBSCRIPTIONS:
+        key = "fattree" if o == 1 else f"fattree_{o:g}to1"
+        bws[key] = (equivalent_fattree_bandwidth(n, cost, prices, radix, o), o)
+        fabrics[key] = fattree_fabric(n, bws[key][0], radix=radix, oversubscription=o,
+                                      latency=latency)
+    fabrics["ideal_switch"] = switch_fabric(n, d * B, latency)
+    fabrics["expander"] = expander_fabric(n, d, B, latency, seed)
     for name, topo in fabrics.items():
-        fe = FabricEval(job, topo, routing=routing)
-        s, t = mcmc(fe, start, steps=steps, rng=np.random.default_rng(seed), beta=beta)
+        fe = FabricEval(job, topo, routing=routing, overlap=overlap)
+        s, t = search_fixed(fe, steps=steps, rng=np.random.default_rng(seed), beta=beta)
         out[name] = {**t.to_dict(), "strategy": describe_strategy(job, s)["counts"]}
-    out["fattree"]["bandwidth"] = bft
-    out["fattree"]["cost_usd"] = cost
-    # OCS: rings for the all-reduce phase, the finder's topology for the MP phase
+        if name in bws:
+            out[name].update(bandwidth=bws[name][0], oversubscription=bws[name][1],
+                             cost_usd=cost)
+    # OCS: the circuits serve one phase at a time: the iteration without its all-reduce
+    # on the finder's topology for the model-parallel traffic, then the whole all-reduce
+    # on rings, two reconfigurations between them
     tr = job.traffic(result.strategy)
     ar = {g: x for g, x in tr.allreduce.items() if x > 0}
     mp = tr.mp_matrix()
-    t_ar = t_mp = 0.0
+    t_ar = 0.0
     if ar:
         fr = topology_finder(n, d, allreduce=ar, bandwidth=B, latency=latency,
                              split="all-reduce")
         t_ar = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing).time(
             _only(tr, allreduce=True)).allreduce_s
-    if mp.any():
-        fr = topology_finder(n, d, allreduce={n: 1.0}, mp=mp, bandwidth=B, latency=latency,
-                             split="all-reduce" if n % 2 else "proportional")
-        t_mp = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing).time(
-            _only(tr, allreduce=False)).mp_s
-    c = float(tr.compute.max())
-    out["ocs"] = {"iteration_s": c + t_mp + t_ar + 2 * reconfig_delay, "compute_s": c,
-                  "mp_s": t_mp, "allreduce_s": t_ar, "reconfig_delay_s": reconfig_delay,
+    fr = topology_finder(n, d, allreduce={n: 1.0}, mp=mp if mp.any() else None, bandwidth=B,
+                         latency=latency, split="all-reduce" if n % 2 or not mp.any()
+                         else "proportional")
+    rest = FabricEval(job, fr.topology, rings=fr.jumps, routing=routing).time(
+        _only(tr, allreduce=False))
+    out["ocs"] = {"iteration_s": rest.iteration_s + t_ar + 2 * reconfig_delay,
+                  "compute_s": rest.compute_s, "mp_s": rest.mp_s, "allreduce_s": t_ar,
+                  "exposed_allreduce_s": t_ar, "bubble_s": rest.bubble_s,
+                  "reconfig_delay_s": reconfig_delay,
                   "cost_usd": topoopt_cost(n, d, B, prices, ocs=True)}
     return out
 
@@ -265,19 +367,5 @@ def _only(tr, *, allreduce: bool):
 
 
 def describe_strategy(job: Job, strategy: tuple[int, ...]) -> dict:
-    """The strategy for people: per layer ``dp``, ``tp<k>`` or ``server<s>``, and counts."""
-    per = []
-    counts: dict[str, int] = {}
-    for ly, c in zip(job.model.layers, strategy, strict=True):
-        if ly.kind == "embedding":
-            tag, key = f"server{c}", "embedding"
-        else:
-            tag = "dp" if c == 1 else f"tp{c}"
-            key = tag
-        per.append({"layer": ly.name, "choice": tag})
-        counts[key] = counts.get(key, 0) + 1
-    servers = sorted({c for ly, c in zip(job.model.layers, strategy, strict=True)
-                      if ly.kind == "embedding"})
-    if servers:
-        counts["table_servers"] = len(servers)
-    return {"layers": per, "counts": counts}
+    """The strategy for people (:meth:`Job.describe`)."""
+    return job.describe(strategy)
