@@ -25,7 +25,8 @@ def test_json_record_and_reproducibility():
     assert sum(len(js) for js in d["jumps"].values()) * 2 == d["degree_allreduce"]
     assert d["iteration_s"] > d["compute_s"] > 0
     assert d["speedup_vs_fattree"] == d["fattree_iteration_s"] / d["iteration_s"]
-    assert set(d["baselines"]) == {"fattree", "ideal_switch", "expander", "ocs"}
+    assert set(d["baselines"]) == {"fattree", "fattree_2to1", "ideal_switch", "expander", "ocs"}
+    assert d["strategy"]["counts"]["pipeline"] in (1, 2, 4, 8)
     again = runner.invoke(app, [*ARGS, "--json"])
     assert again.stdout == r.stdout                      # same seed, same bytes
 

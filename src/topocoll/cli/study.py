@@ -331,29 +331,36 @@ def _libra(output: Path, as_json: bool) -> None:
 def _topoopt(output: Path, as_json: bool) -> None:
     from rich.progress import Progress
 
+    from ..procs import available_cores
     from ..studies.topoopt import (
-        STUDY_DEGREES,
-        STUDY_GBPS,
+        FATTREE_GBPS,
+        PRICE_FACTORS,
+        PRICE_PARTS,
+        SPLITS,
         STUDY_MODELS,
         run_topoopt_study,
+        study_tasks,
         write_topoopt_study,
     )
 
-    total = len(STUDY_MODELS) * len(STUDY_DEGREES) * len(STUDY_GBPS)
+    total = study_tasks() + len(STUDY_MODELS) * (len(FATTREE_GBPS) + 2 + len(PRICE_PARTS)
+                                                 * len(PRICE_FACTORS)) + len(SPLITS)
     with Progress(console=err, transient=True, disable=as_json) as bar:
         task = bar.add_task("TopoOpt study", total=total)
 
         def step(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
-        res = run_topoopt_study(progress=step)
+        res = run_topoopt_study(jobs=available_cores(), progress=step)
     paths = write_topoopt_study(output, res)
     if as_json:
         print_json({"written": [str(p) for p in paths], "max_speedup": res["max_speedup"]})
         return
     for m, v in res["max_speedup"].items():
-        out.print(f"{m:14s} max speedup over the cost-equivalent fat-tree {v['speedup']:.2f}x "
-                  f"(d={v['degree']}, {v['gbps']:g} Gb/s)", highlight=False)
+        s = v["speedup"]
+        out.print(f"{m:14s} largest median speedup over the cost-equivalent fat-tree "
+                  f"{s['median']:.2f}x [{s['min']:.2f}, {s['max']:.2f}] (d={v['degree']}, "
+                  f"{v['gbps']:g} Gb/s)", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 

@@ -119,14 +119,18 @@ def topoopt(
         return
     tab = Table(title=f"TopoOpt: {name} on {servers} servers x {degree} ports of "
                       f"{bw * 8 / 1e9:g} Gb/s")
-    for col in ("fabric", "iteration (ms)", "compute", "model-parallel", "all-reduce"):
+    for col in ("fabric", "iteration (ms)", "compute", "model-parallel", "all-reduce",
+                "exposed", "bubble"):
         tab.add_column(col, justify="left" if col == "fabric" else "right")
     rows = [("TopoOpt", rec)] + [(k, v) for k, v in base.items()]
     for label, v in rows:
-        if label == "fattree":
-            label = f"fat-tree at {v['bandwidth'] * 8 / 1e9:.4g} Gb/s (same cost)"
-        tab.add_row(label, *(f"{v[k] * 1e3:.4g}" for k in ("iteration_s", "compute_s",
-                                                            "mp_s", "allreduce_s")))
+        if label.startswith("fattree"):
+            o = v.get("oversubscription", 1.0)
+            label = (f"fat-tree{f' {o:g}:1' if o != 1 else ''} at "
+                     f"{v['bandwidth'] * 8 / 1e9:.4g} Gb/s (same cost)")
+        tab.add_row(label, *(f"{v.get(k, 0.0) * 1e3:.4g}" for k in (
+            "iteration_s", "compute_s", "mp_s", "allreduce_s", "exposed_allreduce_s",
+            "bubble_s")))
     out.print(tab)
     out.print(f"ports: {r.finder.degree_allreduce} to rings (jumps "
               f"{rec['jumps']}), {r.finder.degree_mp} to matchings; diameter {r.diameter}; "
