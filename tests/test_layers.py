@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str] | None] = {
                         "workload"},
     "sweep": _BASE | {"topology"},    # topology.io's strict YAML reader
     "studies": _MODEL | {"optimum", "cost", "synth", "verification", "selection", "sim",
-                         "workload", "fabric"},
+                         "workload", "fabric", "testbed"},
     "cli": None,
     "__main__": None,    # python -m topocoll: the command line
 }
