@@ -16,7 +16,7 @@ __all__ = ["study"]
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
               help="Study to run: swing, swing-packet, adaptive, validation, libra, topoopt, "
-                   "dlcp or design.")],
+                   "topoopt-prototype (root: an emulated cluster), dlcp, dlcp-regime or design.")],
           output: Annotated[Path | None, typer.Option(
               "--output", "-o", help="Directory for the results page, JSON and figures "
                                      "(default: docs/studies of a topocoll checkout, when "
@@ -49,6 +49,12 @@ def study(name: Annotated[str, typer.Argument(
         return
     if name == "topoopt":
         _topoopt(output, as_json)
+        return
+    if name == "topoopt-prototype":
+        _topoopt_prototype(output, as_json)
+        return
+    if name == "dlcp-regime":
+        _dlcp_regime(output, as_json)
         return
     if name == "dlcp":
         _dlcp(output, as_json)
@@ -191,8 +197,8 @@ def _adaptive(output: Path, as_json: bool) -> None:
 
 
 #: The studies ``topocoll study`` regenerates.
-STUDIES = ("swing", "validation", "libra", "topoopt", "dlcp", "design", "swing-packet",
-           "adaptive")
+STUDIES = ("swing", "validation", "libra", "topoopt", "topoopt-prototype", "dlcp",
+           "dlcp-regime", "design", "swing-packet", "adaptive")
 
 
 def _output_dir(output: Path | None) -> Path:
@@ -361,6 +367,56 @@ def _topoopt(output: Path, as_json: bool) -> None:
         out.print(f"{m:14s} largest median speedup over the cost-equivalent fat-tree "
                   f"{s['median']:.2f}x [{s['min']:.2f}, {s['max']:.2f}] (d={v['degree']}, "
                   f"{v['gbps']:g} Gb/s)", highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _topoopt_prototype(output: Path, as_json: bool) -> None:
+    from ..studies.topoopt_prototype import run_prototype, write_prototype
+    from ..testbed.netns import require_tools
+
+    require_tools()
+    with busy("TopoOpt prototype on the emulated cluster", as_json):
+        res = run_prototype()
+    path = write_prototype(output, res)
+    if as_json:
+        print_json({"written": [str(path)], "error": res["error"]})
+        return
+    for p in res["phases"]:
+        out.print(f"{p['phase']:10s} predicted {p['predicted_s']:.3f} s, measured "
+                  f"{p['median_s']:.3f} s (median of {res['repeats']}), ratio "
+                  f"{p['ratio']:.3f}", highlight=False)
+    out.print(f"total: predicted {res['predicted_total_s']:.3f} s, measured "
+              f"{res['measured_total_s']:.3f} s ({res['error']:+.1%})", highlight=False)
+    out.print(f"written: {path}", highlight=False)
+
+
+def _dlcp_regime(output: Path, as_json: bool) -> None:
+    from rich.progress import Progress
+
+    from ..procs import available_cores
+    from ..studies.dlcp_regime import (
+        REGIME_BUFFERS,
+        REGIME_CLASSES,
+        REGIME_LOADS,
+        REGIME_PATTERNS,
+        run_regime,
+        write_regime,
+    )
+
+    total = len(REGIME_BUFFERS) * len(REGIME_CLASSES) * len(REGIME_LOADS) * len(
+        REGIME_PATTERNS)
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("DLCP regime map", total=total)
+        res = run_regime(jobs=available_cores(), progress=lambda m: (
+            bar.update(task, description=m), bar.advance(task)))
+    paths = write_regime(output, res)
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    best = max(res["cells"], key=lambda c: c["best_vs_baselines"])
+    out.print(f"largest saving over the best baseline: {best['best_vs_baselines']:+.1%} "
+              f"({best['pattern']}, background class {best['background_class']}, "
+              f"{best['buffer'] >> 10} KiB, load {best['load']:g})", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 
