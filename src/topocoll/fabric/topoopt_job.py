@@ -162,19 +162,32 @@ def phase_matrices(tr: Traffic, rings: Mapping[int, Sequence[int]] | None = None
     A = np.zeros((n, n))
     for g, x in tr.allreduce.items():
         js = (rings or {}).get(g)
-        if js:
-            per = x * 2 * (g - 1) / g / (2 * len(js))
-            for j in js:
-                for r in range(n):
-                    A[r, (r + j) % n] += per
-                    A[r, (r - j) % n] += per
-        else:
-            stride = n // g
-            for r in range(n):
-                A[r, (r + stride) % n] += x * (g - 1) / g
-                A[r, (r - stride) % n] += x * (g - 1) / g
+        A += x * (_ring_flows(n, g, js) if js else _logical_ring(n, g))
     out["allreduce"] = A
     return {k: v for k, v in out.items() if v.any()}
+
+
+def _logical_ring(n: int, g: int) -> np.ndarray:
+    """Per byte all-reduced by every group of ``g`` (strided cosets): a logical ring in
+    each direction over each coset, each carrying half the data."""
+    stride = n // g
+    D = np.zeros((n, n))
+    for s in range(n):
+        D[s, (s + stride) % n] += (g - 1) / g
+        D[s, (s - stride) % n] += (g - 1) / g
+    return D
+
+
+def _ring_flows(n: int, g: int, jumps: Sequence[int]) -> np.ndarray:
+    """Per byte all-reduced by every group of ``g`` on the topology's own rings: every
+    server to its neighbours ``+-j`` for each jump ``j``, the data split evenly."""
+    per = 2 * (g - 1) / g / (2 * len(jumps))
+    D = np.zeros((n, n))
+    for j in jumps:
+        for r in range(n):
+            for b in ((r + j) % n, (r - j) % n):
+                D[r, b] += per
+    return D
 
 
 def _block(n: int, k: int, stride: int = 1) -> np.ndarray:
@@ -574,7 +587,7 @@ class FabricEval:
         self.blocks = [(k, P) for P in job.pipelines for k in job.tp_sizes
                        if n % (P * k) == 0]
         self.boundaries = [(P, p) for P in job.pipelines for p in range(P - 1)]
-        pats = [self._ring_demand(g) for g in self.ar_sizes]
+        pats = [_logical_ring(n, g) for g in self.ar_sizes]
         pats += [_block(n, k, P) for k, P in self.blocks]
         pats += [_hop(n, P, p) for P, p in self.boundaries]
         for s in range(n):
@@ -605,27 +618,14 @@ class FabricEval:
                 ll.dist[(s + stride) % n, s] for s in range(n)))
         self._ring_hops = stride_hops
 
-    def _ring_demand(self, g: int) -> np.ndarray:
-        """Per byte all-reduced by every group of ``g``: a logical ring in each direction
-        over each strided coset, each carrying half the data."""
-        n = self.job.servers
-        stride = n // g
-        D = np.zeros((n, n))
-        for s in range(n):
-            D[s, (s + stride) % n] += (g - 1) / g
-            D[s, (s - stride) % n] += (g - 1) / g
-        return D
-
     def _direct_ring(self, g: int) -> np.ndarray:
-        """Per byte over capacity on the topology's own rings for ``g``."""
+        """Per byte over capacity on the topology's own rings for ``g`` (every flow of
+        :func:`_ring_flows` on its direct link)."""
         n, ll = self.job.servers, self.links
-        js = self.rings[g]
-        per = 2 * (g - 1) / g / (2 * len(js))
+        D = _ring_flows(n, g, self.rings[g])
         load = np.zeros(len(ll.keys))
-        for j in js:
-            for r in range(n):
-                for b in ((r + j) % n, (r - j) % n):
-                    load[ll.index[(r, b)]] += per
+        for r, b in zip(*np.nonzero(D), strict=True):
+            load[ll.index[(int(r), int(b))]] = D[r, b]
         return load / ll.capacity
 
     def time(self, tr: Traffic) -> Timing:
