@@ -15,8 +15,11 @@ largest takes about ``target_s`` at the emulated rate, run one after another
 (:func:`~topocoll.testbed.demand.run_phases`) ``repeats`` times.
 
 Predicted per phase: the fluid time on the testbed's paths with TCP/IP framing
-(:func:`~topocoll.testbed.demand.predict_phase`); beside it the search's own model
-(ECMP over every shortest path, no framing), which is what the strategy search uses.
+(:func:`~topocoll.testbed.demand.predict_phase`); beside it max-min fair flows on the same
+paths (:func:`~topocoll.testbed.demand.maxmin_phase`) and the search's own model (ECMP
+over every shortest path, no framing), which is what the strategy search uses. Measured
+per phase and repeat: the time, when the first byte arrived and when the first receiver
+had all its bytes (how unevenly TCP shares the links).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..fabric import FabricEval, Job, optimize, phase_matrices, topology_finder
 from ..fabric.linkload import LinkLoads
-from ..testbed.demand import predict_phase, run_phases
+from ..testbed.demand import maxmin_phase, predict_phase, run_phases
 from ..testbed.netns import down, up
 from ..topology import Link, Topology
 from ..workload import LAYERED, find_device
@@ -67,7 +70,7 @@ def prototype_design(*, rate: float = PROTO_RATE, target_s: float = 4.0, seed: i
     for k, M in scaled.items():
         ecmp = float((ll.route(M[None])[:, 0] / ll.capacity).max())
         rows.append({"phase": k, "bytes": float(M.sum()), "predicted_s": predict_phase(emu, M),
-                     "ecmp_fluid_s": ecmp})
+                     "maxmin_s": maxmin_phase(emu, M), "ecmp_fluid_s": ecmp})
     return {"servers": PROTO_SERVERS, "degree": PROTO_DEGREE, "rate_bps": rate * 8,
             "strategy": job.describe(r.strategy)["counts"], "jumps": {str(g): js for g, js
                                                                       in fr.jumps.items()},
@@ -85,11 +88,15 @@ def run_prototype(*, name: str = "proto", repeats: int = 3, rate: float = PROTO_
     names = list(mats)
     tb = up(topo, name=name, spec=topo.name, delay="off")
     try:
-        runs = [run_phases(tb, [mats[k] for k in names]) for _ in range(repeats)]
+        runs = [run_phases(tb, [mats[k] for k in names], detail=True)
+                for _ in range(repeats)]
     finally:
         down(name)
     for i, row in enumerate(d["phases"]):
-        row["measured_s"] = [r[i] for r in runs]
+        row["measured_s"] = [r[i]["s"] for r in runs]
+        # when the receivers had their bytes: the first and the last, per repeat
+        row["first_receiver_done_s"] = [min(r[i]["ends_s"]) for r in runs]
+        row["first_byte_s"] = [r[i]["first_byte_s"] for r in runs]
         row["median_s"] = float(np.median(row["measured_s"]))
         row["ratio"] = row["median_s"] / row["predicted_s"]
     d["predicted_total_s"] = sum(r["predicted_s"] for r in d["phases"])

@@ -31,7 +31,7 @@ import numpy as np
 from ..topology import Topology
 from .netns import Testbed, TestbedError
 
-__all__ = ["WIRE_OVERHEAD", "predict_phase", "path_loads", "run_phases"]
+__all__ = ["WIRE_OVERHEAD", "predict_phase", "maxmin_phase", "path_loads", "run_phases"]
 
 #: Frame bytes per payload byte of a full-sized TCP segment (1,514 / 1,448).
 WIRE_OVERHEAD = 1514 / 1448
@@ -60,9 +60,62 @@ def predict_phase(topology: Topology, demand: np.ndarray, *,
     return max((x * overhead / cap[k] for k, x in loads.items()), default=0.0)
 
 
+def maxmin_phase(topology: Topology, demand: np.ndarray, *,
+                 overhead: float = WIRE_OVERHEAD) -> float:
+    """Seconds for ``demand`` when every pair is one flow on its :meth:`Topology.path` and
+    the flows share links max-min fairly (progressive filling, recomputed whenever a flow
+    ends), as long-lived TCP flows of equal round-trip time approach. Never below
+    :func:`predict_phase`: the busiest link may idle before the end while its last flows
+    are held back elsewhere."""
+    D = np.asarray(demand, float)
+    cap: dict[tuple[int, int], float] = {}
+    for lk in topology.links:
+        cap[(lk.src, lk.dst)] = cap.get((lk.src, lk.dst), 0.0) + lk.bandwidth
+    keys = sorted(cap)
+    index = {k: i for i, k in enumerate(keys)}
+    c = np.array([cap[k] for k in keys])
+    pairs = list(zip(*np.nonzero(D), strict=True))
+    if not pairs:
+        return 0.0
+    use = np.zeros((len(pairs), len(keys)), bool)
+    for f, (s, t) in enumerate(pairs):
+        p = topology.path(int(s), int(t))
+        for a, b in zip(p, p[1:], strict=False):
+            use[f, index[(a, b)]] = True
+    left = np.array([D[s, t] * overhead for s, t in pairs])
+    live = left > 0
+    now = 0.0
+    while live.any():
+        rate = np.zeros(len(pairs))
+        frozen = ~live
+        room = c.copy()
+        while not frozen.all():
+            n_on = use[~frozen].sum(axis=0)
+            share = np.where(n_on > 0, room / np.maximum(n_on, 1), np.inf)
+            lk = int(np.argmin(share))
+            x = float(share[lk])
+            grow = ~frozen
+            rate[grow] += x
+            room -= x * use[grow].sum(axis=0)
+            hit = grow & use[:, lk]
+            frozen |= hit
+            room[lk] = 0.0
+            # flows on any other saturated link stop too
+            sat = room <= 1e-9 * c
+            frozen |= use[:, sat].any(axis=1)
+        dt = float(np.min(np.where(live, left / np.where(rate > 0, rate, np.inf), np.inf)))
+        now += dt
+        left = np.where(live, left - rate * dt, 0.0)
+        live &= left > 1e-9 * np.maximum(D.max(), 1.0)
+    return now
+
+
 def run_phases(tb: Testbed, phases: Sequence[np.ndarray], *, port: int = 29711,
-               timeout: float = 600.0) -> list[float]:
-    """Measured seconds of each phase (see the module docstring) on testbed ``tb``.
+               timeout: float = 600.0, detail: bool = False) -> list:
+    """Measured seconds of each phase (see the module docstring) on testbed ``tb``; with
+    ``detail``, per phase a dict: ``s`` (that time), ``first_byte_s`` (when the first
+    receiver got its first byte) and ``ends_s`` (when each rank had its column), both
+    from the word.
 
     Raises
     ------
@@ -101,9 +154,12 @@ def run_phases(tb: Testbed, phases: Sequence[np.ndarray], *, port: int = 29711,
             t0 = time.monotonic()
             for p in procs:
                 p.stdin.write(f"go {k}\n")
-            ends = [float(_expect(p, r, f"done {k}", deadline).split()[2])
-                    for r, p in enumerate(procs)]
-            out.append(max(ends) - t0)
+            lines = [_expect(p, r, f"done {k}", deadline).split() for r, p in
+                     enumerate(procs)]
+            ends = [float(x[2]) - t0 for x in lines]
+            firsts = [float(x[3]) - t0 for x in lines if x[3] != x[2]]
+            out.append({"s": max(ends), "first_byte_s": min(firsts, default=max(ends)),
+                        "ends_s": ends} if detail else max(ends))
         for p in procs:
             p.stdin.write("quit\n")
             p.stdin.close()

@@ -5,8 +5,9 @@ address, the port and the phases. Protocol on stdin/stdout, one line each: print
 ``listening``; on ``next`` connect to every rank this one sends to (the first 4 bytes
 name the sender) and print ``connected``; on ``next`` wait until every rank that sends
 here has connected and print ``accepted``; on ``go K`` send this rank's row of phase
-``K`` and print ``done K <monotonic seconds>`` once this rank's column of phase ``K`` has
-arrived; ``quit`` ends. Senders and receivers are threads (the socket calls release the
+``K`` and print ``done K <end> <first>`` (monotonic seconds) once this rank's column of
+phase ``K`` has arrived (``first``: its first byte; both ``end`` when it receives
+nothing); ``quit`` ends. Senders and receivers are threads (the socket calls release the
 GIL); the data is one zero buffer sent again and again.
 """
 
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     print("accepted", flush=True)
     got = {s: 0 for s in srcs}
     need = {s: 0 for s in srcs}
+    first = [None]                         # when this phase's first byte arrived
     cond = threading.Condition()
 
     def receive(s: int, c: socket.socket) -> None:
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             if not k:
                 return
             with cond:
+                if first[0] is None:
+                    first[0] = time.monotonic()
                 got[s] += k
                 cond.notify_all()
 
@@ -81,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             break
         k = int(cmd[1])
         ph = phases[k]
+        with cond:
+            first[0] = None
         threads = [threading.Thread(target=send, args=(out[t], int(ph[me][t])))
                    for t in dsts if ph[me][t]]
         for th in threads:
@@ -92,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             end = time.monotonic()
         for th in threads:
             th.join()
-        print(f"done {k} {end!r}", flush=True)
+        print(f"done {k} {end!r} {first[0] if first[0] is not None else end!r}", flush=True)
     for c in out.values():
         c.close()
     return 0
