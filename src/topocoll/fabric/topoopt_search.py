@@ -150,28 +150,37 @@ def _finder(job: Job, strategy, degree, bw, latency, split, routing, overlap=Tru
     return best[1], best[2]
 
 
-def _start(job: Job, degree, bw, latency, split, routing, overlap):
-    """The starting pair: for each pipeline degree ``P`` the data-parallel strategy with
-    ``P`` stages, each micro-batch count tried on the topology built for it, the fastest
-    kept (ties: the smaller ``P``, then the fewer micro-batches). A strategy search on a
-    fixed topology rarely accepts a new pipeline degree (the topology's rings serve the
-    old groups), so each degree starts with a topology of its own."""
-    best = None
+def _pipeline_starts(job: Job) -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    """Per pipeline degree ``P`` that fits: the data-parallel strategy with ``P`` stages
+    (:meth:`Job.initial_strategy`) and the micro-batch counts to try with it (one
+    without a pipeline)."""
     L = job.layers
+    out = []
     for P in job.pipelines:
         s0 = job.initial_strategy() if P == 1 else job.initial_strategy(P)
-        if not job.fits(s0):
-            continue
+        if job.fits(s0):
+            out.append((P, s0[:L], job.options(L + 1) if P > 1 else (1,)))
+    return out
+
+
+def _start(job: Job, degree, bw, latency, split, routing, overlap):
+    """The starting pair: for each pipeline degree ``P`` the data-parallel strategy with
+    ``P`` stages (:func:`_pipeline_starts`), each micro-batch count tried on the topology
+    built for it, the fastest kept (ties: the smaller ``P``, then the fewer
+    micro-batches). A strategy search on a fixed topology rarely accepts a new pipeline
+    degree (the topology's rings serve the old groups), so each degree starts with a
+    topology of its own."""
+    best = None
+    for P, layers, ms in _pipeline_starts(job):
         # the micro-batches change no volume of the iteration: one topology per degree,
         # its port split chosen at a typical count (4 per stage)
-        m0 = max(m for m in job.options(L + 1) if m <= min(4 * P, P * job.batch_per_gpu))
-        fr, fe = _finder(job, s0[:L] + (P, m0 if P > 1 else 1), degree, bw, latency, split,
-                         routing, overlap)
-        for m in job.options(L + 1) if P > 1 else (1,):
-            s = s0[:L] + (P, m)
-            t = fe.score(s)
+        m0 = max(m for m in ms if m <= min(4 * P, P * job.batch_per_gpu))
+        fr, fe = _finder(job, layers + (P, m0), degree, bw, latency, split, routing,
+                         overlap)
+        for m in ms:
+            t = fe.score(layers + (P, m))
             if t is not None and (best is None or t.iteration_s < best[1].iteration_s):
-                best = (s, t, fr, fe)
+                best = (layers + (P, m), t, fr, fe)
     return best
 
 
@@ -288,15 +297,12 @@ def search_fixed(fabric: FabricEval, *, steps: int, rng: np.random.Generator,
     """The strategy search on a fixed fabric: the data-parallel strategy with the fastest
     pipeline degree and micro-batch count on it (as :func:`optimize` starts), then
     :func:`mcmc`; the best of the start and the walk."""
-    job = fabric.job
-    L = job.layers
     start, t0 = None, None
-    for P in job.pipelines:
-        s0 = job.initial_strategy() if P == 1 else job.initial_strategy(P)
-        for m in job.options(L + 1) if P > 1 else (1,):
-            t = fabric.score(s0[:L] + (P, m))
+    for P, layers, ms in _pipeline_starts(fabric.job):
+        for m in ms:
+            t = fabric.score(layers + (P, m))
             if t is not None and (t0 is None or t.iteration_s < t0.iteration_s):
-                start, t0 = s0[:L] + (P, m), t
+                start, t0 = layers + (P, m), t
     s, t = mcmc(fabric, start, steps=steps, rng=rng, beta=beta)
     return (s, t) if t.iteration_s <= t0.iteration_s else (start, t0)
 
