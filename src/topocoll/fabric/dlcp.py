@@ -68,7 +68,7 @@ from ..topology import Topology
 from ..workload import LayeredModel
 
 __all__ = ["PATTERNS", "SCHEMES", "TRANSPORTS", "run_dlcp", "dlcp_messages", "dlcp_table",
-           "background_flows",
+           "background_flows", "packet_scores", "GradientExchange", "exchange_gradients",
            "loss_profile", "profile_summary"]
 
 PATTERNS = ("ps", "ring", "tree")
@@ -100,24 +100,31 @@ def _buckets(model: LayeredModel, bucket: float, scale: float) -> list[tuple[int
 class _Specs:
     """The messages of an iteration as they are created (one row each); :meth:`base`
     makes every packet at once (the magnitudes drawn in creation order, as one draw per
-    message would)."""
+    message would). A message that may lose also says what it carries: the sum of the
+    gradients of ``members`` from byte ``first`` of the model's flat gradient on."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple] = []         # src, dst, nbytes, lossy, layer, rank, weight
+        self.rows: list[tuple] = []    # src, dst, nbytes, lossy, layer, rank, weight, first
         self.deps: list[tuple[int, ...]] = []
+        self.members: list[tuple[int, ...]] = []
 
     def add(self, src: int, dst: int, nbytes: int, lossy: bool, layer: int, rank: int,
-            deps: tuple[int, ...] = (), weight: float = 1.0) -> int:
-        self.rows.append((src, dst, nbytes, lossy, layer, rank, weight))
+            deps: tuple[int, ...] = (), weight: float = 1.0, first: int = 0,
+            members: tuple[int, ...] = ()) -> int:
+        self.rows.append((src, dst, nbytes, lossy, layer, rank, weight, first))
         self.deps.append(deps)
+        self.members.append(members if lossy else ())
         return len(self.rows) - 1
 
-    def base(self, payload: int, rng: np.random.Generator, pushed: int) -> _Base:
-        """Packets of ``payload`` bytes (the last shorter); a message that may lose gets
-        magnitude scores (log-normal) whatever the scheme, so every scheme sees the same
-        random stream."""
+    def base(self, payload: int, rng: np.random.Generator, pushed: int,
+             gradients: np.ndarray | None = None) -> _Base:
+        """Packets of ``payload`` bytes (the last shorter). The packets of a message that
+        may lose are ranked by magnitude within it: by the mean ``|g|`` of what they carry
+        when ``gradients`` (one flat fp32 gradient per worker) are given
+        (:func:`packet_scores`), else by log-normal scores drawn whatever the scheme, so
+        every scheme sees the same random stream."""
         i64 = np.int64
-        r = np.array(self.rows, dtype=float).reshape(-1, 7)
+        r = np.array(self.rows, dtype=float).reshape(-1, 8)
         nbytes = r[:, 2].astype(i64)
         lossy = r[:, 3].astype(bool)
         npk = np.maximum(1, -(-nbytes // payload))
@@ -126,9 +133,16 @@ class _Specs:
         pos = np.arange(off[-1], dtype=i64) - off[msg]
         length = np.where(nbytes[msg] > 0, np.minimum(payload, nbytes[msg] - pos * payload),
                           0).astype(i64)
+        first = r[:, 7].astype(i64)
+        mem_off = np.concatenate([[0], np.cumsum([len(m) for m in self.members])]).astype(i64)
+        mem = np.fromiter(itertools.chain.from_iterable(self.members), i64, int(mem_off[-1]))
         # magnitude buckets (2) of the lossy packets: rank by score within the message
         lp = np.flatnonzero(lossy[msg])
-        scores = rng.lognormal(0.0, 1.0, len(lp))
+        if gradients is None:
+            scores = rng.lognormal(0.0, 1.0, len(lp))
+        else:
+            scores = packet_scores(gradients, first, mem_off, mem, off, length,
+                                   payload)[lp]
         order = np.lexsort((-scores, msg[lp]))       # stable: ties keep their place
         within = np.empty(len(lp), i64)             # largest score first, ties by place
         within[order] = np.arange(len(lp)) - np.searchsorted(lp, off[msg[lp][order]])
@@ -138,7 +152,41 @@ class _Specs:
         deps = np.fromiter(itertools.chain.from_iterable(self.deps), i64, int(deps_off[-1]))
         return _Base(r[:, 0].astype(i64), r[:, 1].astype(i64), r[:, 6].copy(),
                      r[:, 4].astype(i64), lossy, deps_off, deps, off, length,
-                     lossy[msg], r[:, 5].astype(i64)[msg], mb, pushed)
+                     lossy[msg], r[:, 5].astype(i64)[msg], mb, pushed, first, mem_off, mem,
+                     payload)
+
+
+def _elements(first: int, pos: np.ndarray, length: np.ndarray, payload: int):
+    """Element ranges ``[lo, hi)`` of fp32 gradient that packets at positions ``pos`` of
+    a message starting at byte ``first`` carry (a packet edge inside an element counts
+    the element in both packets)."""
+    lo = (first + pos * payload) // 4
+    hi = -(-(first + pos * payload + length) // 4)
+    return lo, hi
+
+
+def packet_scores(gradients: np.ndarray, first: np.ndarray, mem_off: np.ndarray,
+                  mem: np.ndarray, pkt_off: np.ndarray, length: np.ndarray,
+                  payload: int) -> np.ndarray:
+    """Mean ``|g|`` of what each packet carries (0 for packets of messages without
+    members): message ``k`` carries the sum of the gradients of workers
+    ``mem[mem_off[k]:mem_off[k + 1]]`` from byte ``first[k]`` of the flat gradient."""
+    g = np.asarray(gradients)
+    out = np.zeros(int(pkt_off[-1]))
+    for k in np.flatnonzero(np.diff(mem_off) > 0).tolist():
+        a, b = int(pkt_off[k]), int(pkt_off[k + 1])
+        lo, hi = _elements(int(first[k]), np.arange(b - a), length[a:b], payload)
+        if hi[-1] > g.shape[1]:
+            raise InputError(f"gradients have {g.shape[1]} elements per worker, a message "
+                             f"carries element {int(hi[-1]) - 1}", item="gradients")
+        members = mem[mem_off[k]:mem_off[k + 1]]
+        seg = np.abs(g[members[0], lo[0]:hi[-1]].astype(np.float64))
+        if len(members) > 1:
+            seg = np.abs(g[members, lo[0]:hi[-1]].astype(np.float64).sum(axis=0))
+        csum = np.concatenate([[0.0], np.cumsum(seg)])
+        cnt = np.maximum(hi - lo, 1)
+        out[a:b] = (csum[hi - lo[0]] - csum[lo - lo[0]]) / cnt
+    return out
 
 
 @dataclass(frozen=True)
@@ -159,6 +207,29 @@ class _Base:
     rank_pk: np.ndarray
     mb: np.ndarray
     pushed: int
+    first: np.ndarray
+    mem_off: np.ndarray
+    mem: np.ndarray
+    payload: int
+
+    def missing(self, lost: Sequence[tuple], workers: int, elements: int) -> np.ndarray:
+        """Which gradient elements of which worker never reached the sum, shape
+        ``(workers, elements)``: each lost packet (``lost``: the engine's
+        ``lost_packets``, ``(message id, packet indices)``) takes out the contributions
+        of the workers its message carries, over the elements it carries (a partial sum
+        lost on the way loses every member's part)."""
+        out = np.zeros((workers, elements), bool)
+        for mid, idx in lost:
+            k = int(mid)
+            members = self.mem[self.mem_off[k]:self.mem_off[k + 1]]
+            if not len(members) or not len(idx):
+                continue
+            pos = np.asarray(idx, np.int64)
+            lo, hi = _elements(int(self.first[k]), pos,
+                               self.length[self.pkt_off[k] + pos], self.payload)
+            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+                out[members, a:b] = True
+        return out
 
     def table(self, scheme: str, eps: float) -> MessageTable:
         """The messages under ``scheme``: its packet classes (:func:`_priorities`), and
@@ -186,13 +257,20 @@ def _priorities(scheme: str, lossy: np.ndarray, rank: np.ndarray,
     return np.where(lossy, per_packet, layer).astype(np.int64)
 
 
+def _starts(bks) -> list[int]:
+    """Byte offset of each bucket in the model's flat gradient."""
+    return np.concatenate([[0], np.cumsum([nb for _, nb in bks])]).astype(int).tolist()
+
+
 def _ring_messages(bks, workers, out: _Specs) -> int:
     """Ring all-reduce per bucket: ``W - 1`` reduce-scatter steps (loss allowed, each
     message charged for the contributions its chunk carries), then ``W - 1`` all-gather
     steps (reliable); worker ``i`` sends to ``i + 1``, each step after its previous
-    receive. Returns the bytes that may lose."""
+    receive; at reduce-scatter step ``k`` worker ``i`` sends chunk ``i - k`` (mod ``W``),
+    the sum of workers ``i - k .. i``. Returns the bytes that may lose."""
     pushed = 0
     nb = len(bks)
+    starts = _starts(bks)
     for b, (_, nbytes) in enumerate(bks):
         layer_rank = 4 * b // max(nb, 1)
         chunk = max(1, nbytes // workers)
@@ -204,8 +282,11 @@ def _ring_messages(bks, workers, out: _Specs) -> int:
                 j = (i + 1) % workers
                 deps = () if prev[i] is None else (prev[i],)
                 pushed += chunk if lossy else 0
+                c = (i - step) % workers
                 cur[j] = out.add(i, j, chunk, lossy, b, layer_rank, deps=deps,
-                                 weight=float(step + 1) if lossy else 1.0)
+                                 weight=float(step + 1) if lossy else 1.0,
+                                 first=starts[b] + c * chunk,
+                                 members=tuple((i - m) % workers for m in range(step + 1)))
             prev = cur
     return pushed
 
@@ -221,13 +302,18 @@ def _tree_messages(bks, workers, out: _Specs) -> int:
     def subtree(i):
         return 0 if i >= workers else 1 + subtree(2 * i + 1) + subtree(2 * i + 2)
 
+    def members(i):
+        return () if i >= workers else (i, *members(2 * i + 1), *members(2 * i + 2))
+
+    starts = _starts(bks)
     for b, (_, nbytes) in enumerate(bks):
         layer_rank = 4 * b // max(nb, 1)
         up = {}
         for i in range(workers - 1, 0, -1):          # leaves first
             deps = tuple(up[c] for c in (2 * i + 1, 2 * i + 2) if c in up)
             up[i] = out.add(i, (i - 1) // 2, nbytes, True, b, layer_rank, deps=deps,
-                            weight=float(subtree(i)))
+                            weight=float(subtree(i)), first=starts[b],
+                            members=tuple(sorted(members(i))))
             lossy += nbytes
         down = {0: tuple(up[c] for c in (1, 2) if c in up)}
         for i in range(1, workers):
@@ -237,8 +323,11 @@ def _tree_messages(bks, workers, out: _Specs) -> int:
 
 
 def _iteration_base(model: LayeredModel, workers: int, *, payload: int, bucket: float,
-                    scale: float, rng: np.random.Generator, pattern: str) -> _Base:
-    """The scheme-independent part of an iteration's messages (see :func:`dlcp_table`)."""
+                    scale: float, rng: np.random.Generator, pattern: str,
+                    gradients: np.ndarray | None = None) -> _Base:
+    """The scheme-independent part of an iteration's messages (see :func:`dlcp_table`);
+    ``gradients``: one flat gradient per worker, in the model's layer order, that rank
+    the packets by magnitude instead of log-normal draws."""
     if pattern not in PATTERNS:
         raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
                          item="--pattern")
@@ -251,17 +340,22 @@ def _iteration_base(model: LayeredModel, workers: int, *, payload: int, bucket: 
     else:
         pushed = 0
         nb = len(bks)
+        starts = _starts(bks)
         for b, (_, nbytes) in enumerate(bks):
             layer_rank = 4 * b // max(nb, 1)                # 0..3, input side first
             shard = max(1, nbytes // workers)
             for s in range(workers):                        # s serves this shard
-                push_ids = tuple(out.add(w, s, shard, True, b, layer_rank)
+                push_ids = tuple(out.add(w, s, shard, True, b, layer_rank,
+                                         first=starts[b] + s * shard, members=(w,))
                                  for w in range(workers) if w != s)
                 pushed += shard * len(push_ids)
                 for w in range(workers):                    # pulls: reliable
                     if w != s:
                         out.add(s, w, shard, False, b, layer_rank, deps=push_ids)
-    return out.base(payload, rng, pushed)
+    if gradients is not None and np.shape(gradients)[0] != workers:
+        raise InputError(f"gradients of {np.shape(gradients)[0]} workers for {workers} "
+                         "workers", item="gradients")
+    return out.base(payload, rng, pushed, gradients)
 
 
 def dlcp_table(model: LayeredModel, workers: int, scheme: str, *, eps: float,
@@ -485,16 +579,90 @@ def _iteration(sch: str, it: int, *, topology, model, workers, background_load, 
         _LAST.update(key=key, bg=bg, base=base)
     bg, base = _LAST["bg"], _LAST["base"]
     msgs = base.table(sch, eps)
-    cc = transport == "dctcp" or sch == "dctcp"
-    r = simulate_messages(topology, msgs,
-                          _policy(sch, buffer, buffer // 5 if mark is None else mark,
-                                  ecn=cc),
-                          spray=sch not in (*_FLAT, "layer_priority"),
-                          tail_timer=tail_timer, rto=rto, background=bg,
-                          payload=payload, paths=paths, seed=seed + it,
-                          window=window,
-                          transport=DCTCP(init_window=max(1, 15_000 // payload))
-                          if cc else None)
+    r = _simulate(sch, msgs, bg, topology=topology, buffer=buffer, mark=mark,
+                  payload=payload, tail_timer=tail_timer, rto=rto, paths=paths,
+                  seed=seed + it, window=window, transport=transport)
     return {"time": float(r.finish.max()), "profile": loss_profile(msgs, r.lost_packets),
             "zero": int(r.zero_filled.sum()), "pushed": int(base.pushed),
             "retx": int(r.retransmitted_bytes), "drops": int(r.drops.sum())}
+
+
+def _simulate(sch: str, msgs: MessageTable, bg, *, topology, buffer, mark, payload,
+              tail_timer, rto, paths, seed, window, transport):
+    """One run of the engine: ``msgs`` under scheme ``sch`` beside background ``bg``."""
+    cc = transport == "dctcp" or sch == "dctcp"
+    return simulate_messages(topology, msgs,
+                             _policy(sch, buffer, buffer // 5 if mark is None else mark,
+                                     ecn=cc),
+                             spray=sch not in (*_FLAT, "layer_priority"),
+                             tail_timer=tail_timer, rto=rto, background=bg,
+                             payload=payload, paths=paths, seed=seed, window=window,
+                             transport=DCTCP(init_window=max(1, 15_000 // payload))
+                             if cc else None)
+
+
+@dataclass(frozen=True)
+class GradientExchange:
+    """One iteration's exchange of real gradients through the engine
+    (:func:`exchange_gradients`).
+
+    ``time``: seconds until every pull completed; ``missing``: which elements of which
+    worker's gradient never reached the sum (shape ``(workers, elements)``; the receiver
+    took them as zero); ``zero_bytes``, ``pushed_bytes``, ``drops`` (gradient packets),
+    ``retransmitted_bytes``."""
+
+    time: float
+    missing: np.ndarray
+    zero_bytes: int
+    pushed_bytes: int
+    drops: int
+    retransmitted_bytes: int
+
+
+def exchange_gradients(topology: Topology, model: LayeredModel, scheme: str,
+                       gradients: np.ndarray, *, step: int = 0, seed: int = 0,
+                       magnitudes: str = "gradients", background_load: float = 0.5,
+                       background_class: int = _BG_CLASS, eps: float = 0.02,
+                       buffer: int = 1 << 20, payload: int = 1500, bucket: float = 25e6,
+                       window: int = 87, pattern: str = "ps", transport: str = "fixed",
+                       tail_timer: float = 50e-6, rto: float = 1e-3,
+                       mark: int | None = None, paths: dict | None = None
+                       ) -> GradientExchange:
+    """The exchange of the real ``gradients`` (one flat fp32 gradient per worker, in the
+    order of ``model``'s layers, which must hold exactly the gradients' elements) in
+    iteration ``step``, as :func:`run_dlcp` runs an iteration: the same messages, the
+    background seeded by ``seed`` and ``step``, the packets of each push ranked by the
+    mean ``|g|`` they carry (``magnitudes="lognormal"``: by :func:`run_dlcp`'s draws
+    instead), and which gradient elements the engine's drops took out of the sum."""
+    if scheme not in SCHEMES:
+        raise InputError(f"unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})",
+                         item="scheme")
+    if magnitudes not in ("gradients", "lognormal"):
+        raise InputError(f"magnitudes must be 'gradients' or 'lognormal', got "
+                         f"{magnitudes!r}", item="magnitudes")
+    g = np.asarray(gradients)
+    if g.ndim != 2 or g.shape[1] != model.parameters:
+        raise InputError(f"gradients must be (workers, {model.parameters}) for "
+                         f"{model.name}, got shape {g.shape}", item="gradients")
+    workers, n = g.shape[0], topology.num_ranks
+    if not 2 <= workers <= n:
+        raise InputError(f"workers must be 2..{n} (the hosts of the topology), got "
+                         f"{workers}", item="gradients")
+    host_bw = min(lk.bandwidth for lk in topology.links if lk.src < n)
+    total = 4.0 * model.parameters
+    bg_window = 3 * 2 * total * (workers - 1) / workers / host_bw
+    rng = np.random.default_rng([seed, step])
+    bg = background_flows(n, host_bw, background_load, bg_window, rng,
+                          priority=background_class)
+    base = _iteration_base(model, workers, payload=payload, bucket=bucket, scale=1.0,
+                           rng=rng, pattern=pattern,
+                           gradients=g if magnitudes == "gradients" else None)
+    msgs = base.table(scheme, eps)
+    r = _simulate(scheme, msgs, bg, topology=topology, buffer=buffer, mark=mark,
+                  payload=payload, tail_timer=tail_timer, rto=rto,
+                  paths=shortest_paths(topology) if paths is None else paths,
+                  seed=seed + step, window=window, transport=transport)
+    return GradientExchange(float(r.finish.max()),
+                            base.missing(r.lost_packets, workers, g.shape[1]),
+                            int(r.zero_filled.sum()), int(base.pushed), int(r.drops.sum()),
+                            int(r.retransmitted_bytes))

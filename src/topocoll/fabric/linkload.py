@@ -128,6 +128,57 @@ class LinkLoads:
                 np.add.at(Q, dst, share)
         return loads
 
+    def flow_routes(self, pairs: np.ndarray, *, hashed: bool = False, seed: int = 0
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Routes of the flows ``pairs`` (rows ``(s, t)`` of ranks) in CSR form ``(ptr,
+        link, frac)`` over the merged links: the share of the flow's rate on each link.
+        By default the split of :meth:`route` (every hop's share divided equally over the
+        next hops, ``"shortest"``: the first); with ``hashed`` each flow takes one shortest
+        path, each hop drawn uniformly among the next hops (ECMP hashing a flow onto one
+        path; seeded, flows drawn in order).
+
+        >>> from topocoll.topology.spec import parse_spec
+        >>> ll = LinkLoads(parse_spec("ring:4,bw=1GB/s"))
+        >>> ptr, link, frac = ll.flow_routes(np.array([[0, 2]]))
+        >>> np.diff(ptr).tolist(), frac.tolist()
+        ([4], [0.5, 0.5, 0.5, 0.5])
+        >>> ptr, link, frac = ll.flow_routes(np.array([[0, 2]]), hashed=True)
+        >>> np.diff(ptr).tolist(), frac.tolist()
+        ([2], [1.0, 1.0])
+        """
+        pq = np.asarray(pairs, np.int64).reshape(-1, 2)
+        if len(pq) and (pq.min() < 0 or pq.max() >= self.n or (pq[:, 0] == pq[:, 1]).any()):
+            raise InputError("flows must join two different ranks", item="pairs")
+        per: list[tuple[np.ndarray, np.ndarray]] = [None] * len(pq)    # type: ignore
+        if hashed:
+            rng = np.random.default_rng(seed)
+            for f, (s, t) in enumerate(pq.tolist()):
+                hops, u = [], s
+                while u != t:
+                    nxt = self.next_hops(u, t)
+                    v = nxt[int(rng.integers(len(nxt)))] if len(nxt) > 1 else nxt[0]
+                    hops.append(self.index[(u, v)])
+                    u = v
+                per[f] = (np.asarray(hops, np.int64), np.ones(len(hops)))
+        else:
+            for t in np.unique(pq[:, 1]).tolist():
+                flows = np.flatnonzero(pq[:, 1] == t)
+                Q = np.zeros((self.nodes, len(flows)))
+                Q[pq[flows, 0], np.arange(len(flows))] = 1.0
+                share = np.zeros((len(self.keys), len(flows)))
+                for links, src, dst, w in self._levels(t):
+                    part = Q[src] / w[:, None]
+                    share[links] += part
+                    np.add.at(Q, dst, part)
+                for j, f in enumerate(flows.tolist()):
+                    on = np.flatnonzero(share[:, j] > 0)
+                    per[f] = (on, share[on, j])
+        ptr = np.zeros(len(pq) + 1, np.int64)
+        ptr[1:] = np.cumsum([len(a) for a, _ in per])
+        link = np.concatenate([a for a, _ in per]) if per else np.zeros(0, np.int64)
+        frac = np.concatenate([b for _, b in per]) if per else np.zeros(0)
+        return ptr, link.astype(np.int64), frac
+
     def _levels(self, t: int) -> list:
         """Per distance from rank ``t`` (farthest first): the merged links one hop closer
         to ``t`` leaving nodes at that distance, their sources, destinations and the

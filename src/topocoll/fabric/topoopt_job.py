@@ -76,7 +76,7 @@ from ..workload.iteration import BUCKET_BYTES
 from .linkload import LinkLoads
 
 __all__ = ["Job", "Traffic", "FabricEval", "Timing", "TOPOOPT_BATCH", "PIPELINE_DEGREES",
-           "MICRO_BATCHES", "span_1f1b", "phase_matrices"]
+           "MICRO_BATCHES", "span_1f1b", "phase_matrices", "phase_flow_time", "flow_check"]
 
 #: Per-GPU batch of TopoOpt's evaluation (algorithms.md section 1.7).
 TOPOOPT_BATCH = {"dlrm": 128, "bert-topoopt": 16, "candle-uno": 256, "ncf": 128,
@@ -628,11 +628,15 @@ class FabricEval:
             load[ll.index[(int(r), int(b))]] = D[r, b]
         return load / ll.capacity
 
-    def time(self, tr: Traffic) -> Timing:
-        """The iteration time of traffic ``tr``."""
+    def time(self, tr: Traffic, scale: Mapping[str, float] | None = None) -> Timing:
+        """The iteration time of traffic ``tr``; ``scale`` multiplies the bandwidth term
+        of a phase of :func:`phase_matrices` (``allreduce``, ``tensor``, ``embedding``,
+        ``pipeline``) by a factor, as :func:`flow_check` does with the flow level's."""
+        f = {"allreduce": 1.0, "tensor": 1.0, "embedding": 1.0, "pipeline": 1.0,
+             **(scale or {})}
         P, m = tr.pipeline, tr.micro_batches
         xa = np.array([tr.allreduce.get(g, 0.0) for g in self.ar_sizes])
-        ta = float(matmul(self._ar, xa).max()) if xa.any() else 0.0
+        ta = float(matmul(self._ar, xa).max()) * f["allreduce"] if xa.any() else 0.0
         if xa.any():
             ta += max(2 * (g - 1) * self._ring_hops[g] for g, x in zip(self.ar_sizes, xa,
                                                                         strict=True) if x) \
@@ -643,8 +647,9 @@ class FabricEval:
             xt = np.zeros(len(self.blocks))
             for k, v in tr.tp.items():
                 xt[self._block_col[(k, P)]] = v
-            t_tp = float(matmul(self._tp, xt).max())
-        t_emb = float(matmul(self._emb, tr.embedding).max()) if tr.embedding.any() else 0.0
+            t_tp = float(matmul(self._tp, xt).max()) * f["tensor"]
+        t_emb = float(matmul(self._emb, tr.embedding).max()) * f["embedding"] \
+            if tr.embedding.any() else 0.0
         tp_phases = tr.mp_phases - (2 if tr.embedding.any() else 0)
         t_emb += (tr.mp_phases - tp_phases) * lat_phase
         t_tp += tp_phases * lat_phase
@@ -653,7 +658,7 @@ class FabricEval:
         extra = t_tp * share / m
         fwd = tr.fwd + extra / 3
         bwd = tr.bwd + 2 * extra / 3
-        hop = max((x * self._hop[(P, p)][0] + self._hop[(P, p)][1]
+        hop = max((x * self._hop[(P, p)][0] * f["pipeline"] + self._hop[(P, p)][1]
                    for p, x in enumerate(tr.hops)), default=0.0)
         span = span_1f1b(P, m, fwd.tolist(), bwd.tolist(), hop)
         # the all-reduce behind each stage's backward, the stage with the most gradients
@@ -690,3 +695,60 @@ class FabricEval:
         if tr.memory.max() > self.job.capacity:
             return None
         return self.time(tr)
+
+
+def phase_flow_time(links: LinkLoads, demand: np.ndarray, *, hashed: bool = True,
+                    seed: int = 0) -> tuple[float, float]:
+    """``(fluid, flow)`` seconds to move ``demand`` (bytes, ``n x n``) at once on the
+    merged links of ``links``: the busiest link's load over its capacity (what
+    :class:`FabricEval` charges), and the flow level's finish time: one flow per pair,
+    max-min fair sharing recomputed whenever a flow ends
+    (:func:`~topocoll.sim.flow.simulate_transfers`), each flow on one shortest path drawn
+    hop by hop (``hashed``, ECMP hashing, seeded) or split as the fluid model splits it.
+    Bandwidth terms only (no latency).
+
+    >>> from topocoll.topology.spec import parse_spec
+    >>> ll = LinkLoads(parse_spec("ring:4,bw=1GB/s"))
+    >>> D = np.zeros((4, 4)); D[0, 2] = D[1, 3] = 1e9      # both two hops away
+    >>> phase_flow_time(ll, D, hashed=False)               # split: no link over 1 GB
+    (1.0, 1.0)
+    """
+    from ..sim.flow import simulate_transfers
+
+    D = np.asarray(demand, float)
+    fluid = float((links.route(D[None])[:, 0] / links.capacity).max()) if D.any() else 0.0
+    pairs = np.argwhere(D > 0)
+    if not len(pairs):
+        return 0.0, 0.0
+    ptr, link, frac = links.flow_routes(pairs, hashed=hashed, seed=seed)
+    finish = simulate_transfers(links.capacity, ptr, link, frac, D[pairs[:, 0], pairs[:, 1]],
+                                pairs[:, 0], pairs[:, 1], links.nodes)
+    return fluid, float(finish.max())
+
+
+def flow_check(fabric: FabricEval, strategy: tuple[int, ...], *, hashed: bool = True,
+               seed: int = 0) -> dict:
+    """``strategy``'s iteration on ``fabric`` with every exchange moved at flow level:
+    per phase of :func:`phase_matrices` (the pipeline's per stage boundary, the slowest
+    kept) the fluid and flow-level seconds (:func:`phase_flow_time`) and their ratio, and
+    the iteration with each phase's bandwidth term scaled by its ratio
+    (:meth:`FabricEval.time`) beside the fluid one. Returns ``{"phases": {name:
+    {"fluid_s", "flow_s", "ratio"}}, "fluid": Timing, "flow": Timing}``."""
+    job = fabric.job
+    s = job._full(strategy)
+    tr = job.traffic(s)
+    mats = phase_matrices(tr, fabric.rings)
+    mats.pop("pipeline", None)
+    n, P = job.servers, tr.pipeline
+    phases: dict[str, dict] = {}
+    for name, D in mats.items():
+        fl, fw = phase_flow_time(fabric.links, D, hashed=hashed, seed=seed)
+        phases[name] = {"fluid_s": fl, "flow_s": fw, "ratio": fw / fl if fl > 0 else 1.0}
+    for p, x in enumerate(tr.hops):
+        if x <= 0:
+            continue
+        fl, fw = phase_flow_time(fabric.links, x * _hop(n, P, p), hashed=hashed, seed=seed)
+        if fl > 0 and ("pipeline" not in phases or fw / fl > phases["pipeline"]["ratio"]):
+            phases["pipeline"] = {"fluid_s": fl, "flow_s": fw, "ratio": fw / fl}
+    scale = {k: v["ratio"] for k, v in phases.items()}
+    return {"phases": phases, "fluid": fabric.time(tr), "flow": fabric.time(tr, scale)}

@@ -42,7 +42,8 @@ from .events import heap_push
 if TYPE_CHECKING:
     from ..schedule import Schedule
 
-__all__ = ["DependencyGroups", "dependency_groups", "release_group", "finish_transfer"]
+__all__ = ["DependencyGroups", "dependency_groups", "transfer_groups", "release_group",
+           "finish_transfer"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,9 +98,15 @@ def dependency_groups(schedule: Schedule, num_nodes: int) -> DependencyGroups:
     ``O(T + num_nodes)``: a counting sort of the incidences by node (transfers are
     already in step order), then runs of equal step form the groups.
     """
-    step = schedule.transfer_steps().astype(np.int64)
-    out = _groups(schedule.src.astype(np.int64), schedule.dst.astype(np.int64), step,
-                  int(num_nodes))
+    return transfer_groups(schedule.src, schedule.dst, schedule.transfer_steps(), num_nodes)
+
+
+def transfer_groups(src: np.ndarray, dst: np.ndarray, step: np.ndarray,
+                    num_nodes: int) -> DependencyGroups:
+    """:func:`dependency_groups` of transfers given as arrays (source, destination and
+    step of each, in step order); every transfer in step 0: all start at once."""
+    out = _groups(np.asarray(src, np.int64), np.asarray(dst, np.int64),
+                  np.asarray(step, np.int64), int(num_nodes))
     return DependencyGroups(*out)
 
 

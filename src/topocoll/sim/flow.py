@@ -23,13 +23,13 @@ from ..errors import InputError
 from ..optimum.bounds import lower_bound
 from ..schedule.ir import Op
 from ._flowcore import simulate
-from .depends import dependency_groups
+from .depends import dependency_groups, transfer_groups
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
     from ..topology import Topology
 
-__all__ = ["FlowSim", "FlowRun", "transfer_routes", "finish_step_times"]
+__all__ = ["FlowSim", "FlowRun", "transfer_routes", "finish_step_times", "simulate_transfers"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,3 +216,40 @@ def finish_step_times(schedule: Schedule, finish: np.ndarray) -> np.ndarray:
         per_step[nz] = np.maximum.reduceat(finish, sp[nz])
     done = np.maximum.accumulate(per_step) if S else per_step
     return np.diff(done, prepend=0.0)
+
+
+def simulate_transfers(capacity: np.ndarray, ptr: np.ndarray, link: np.ndarray,
+                       frac: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
+                       dst: np.ndarray, num_nodes: int,
+                       latency: np.ndarray | None = None) -> np.ndarray:
+    """Finish times of transfers that all start at time 0 and share links max-min fairly
+    (the same compiled core as :class:`FlowSim`, without a schedule's dependencies): a
+    demand matrix moved at once. Transfer ``t`` puts ``frac`` of its rate on each link
+    ``link[ptr[t]:ptr[t + 1]]`` of ``capacity`` (bytes/s), moves ``nbytes[t]`` bytes
+    from node ``src[t]`` to ``dst[t]`` and arrives ``latency[t]`` seconds after it has
+    drained (default 0).
+
+    >>> import numpy as np    # two flows on one link, then one alone on the second
+    >>> simulate_transfers(np.array([1.0, 1.0]), np.array([0, 1, 3]), np.array([0, 0, 1]),
+    ...                    np.ones(3), np.array([1.0, 2.0]), np.array([0, 0]),
+    ...                    np.array([1, 2]), 3).tolist()
+    [2.0, 3.0]
+    """
+    n = len(nbytes)
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    if n == 0:
+        return np.zeros(0)
+    if len(ptr) != n + 1 or len(src) != n or len(dst) != n:
+        raise InputError(f"{n} transfers need {n + 1} route pointers and {n} ends",
+                         item="ptr")
+    dep = transfer_groups(src, dst, np.zeros(n, np.int64), num_nodes)
+    lat = np.zeros(n) if latency is None else np.asarray(latency, np.float64)
+    _, finish, *_ = simulate(np.asarray(ptr, np.int64), np.asarray(link, np.int64),
+                             np.asarray(frac, np.float64), lat,
+                             np.asarray(nbytes, np.float64), np.zeros(n, np.bool_), dst,
+                             np.asarray(capacity, np.float64), 0.0, 0.0, dep.group_of_src,
+                             dep.group_of_dst, dep.group_node(), dep.count, dep.node_first,
+                             dep.node_end, dep.release_ptr, dep.release, int(num_nodes),
+                             False)
+    return finish
