@@ -16,7 +16,8 @@ __all__ = ["study"]
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
               help="Study to run: swing, swing-packet, adaptive, validation, libra, topoopt, "
-                   "topoopt-prototype (root: an emulated cluster), dlcp, dlcp-regime or design.")],
+                   "topoopt-prototype (root: an emulated cluster), topoopt-flow, dlcp, "
+                   "dlcp-regime, dlcp-loop or design.")],
           output: Annotated[Path | None, typer.Option(
               "--output", "-o", help="Directory for the results page, JSON and figures "
                                      "(default: docs/studies of a topocoll checkout, when "
@@ -55,6 +56,12 @@ def study(name: Annotated[str, typer.Argument(
         return
     if name == "dlcp-regime":
         _dlcp_regime(output, as_json)
+        return
+    if name == "dlcp-loop":
+        _dlcp_loop(output, as_json)
+        return
+    if name == "topoopt-flow":
+        _topoopt_flow(output, as_json)
         return
     if name == "dlcp":
         _dlcp(output, as_json)
@@ -197,8 +204,8 @@ def _adaptive(output: Path, as_json: bool) -> None:
 
 
 #: The studies ``topocoll study`` regenerates.
-STUDIES = ("swing", "validation", "libra", "topoopt", "topoopt-prototype", "dlcp",
-           "dlcp-regime", "design", "swing-packet", "adaptive")
+STUDIES = ("swing", "validation", "libra", "topoopt", "topoopt-prototype", "topoopt-flow",
+           "dlcp", "dlcp-regime", "dlcp-loop", "design", "swing-packet", "adaptive")
 
 
 def _output_dir(output: Path | None) -> Path:
@@ -417,6 +424,51 @@ def _dlcp_regime(output: Path, as_json: bool) -> None:
     out.print(f"largest saving over the best baseline: {best['best_vs_baselines']:+.1%} "
               f"({best['pattern']}, background class {best['background_class']}, "
               f"{best['buffer'] >> 10} KiB, load {best['load']:g})", highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _dlcp_loop(output: Path, as_json: bool) -> None:
+    from rich.progress import Progress
+
+    from ..studies.dlcp_loop import LOOP_CASES, run_loop, write_loop
+
+    seeds = (0, 1, 2)
+    epochs = 20
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("DLCP in the training loop",
+                            total=len(LOOP_CASES) * len(seeds) * epochs)
+        res = run_loop(seeds=seeds, epochs=epochs, progress=lambda m: (
+            bar.update(task, description=m), bar.advance(task)))
+    paths = write_loop(output, res)
+    if as_json:
+        print_json({"written": [str(p) for p in paths], "summary": res["summary"]})
+        return
+    for c in res["summary"]:
+        tta = "never" if c["time_to_target_s"] is None else f"{c['time_to_target_s']:.3f} s"
+        out.print(f"{c['case']:36s} p50 {c['p50_iteration_s'] * 1e3:6.2f} ms, lost "
+                  f"{c['zero_fraction']:.4%}, to target {tta}", highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _topoopt_flow(output: Path, as_json: bool) -> None:
+    from rich.progress import Progress
+
+    from ..procs import available_cores
+    from ..studies.topoopt_flow import FLOW_POINTS, run_flow_study, write_flow
+
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("TopoOpt at flow level", total=len(FLOW_POINTS))
+        res = run_flow_study(jobs=available_cores(), progress=lambda m: (
+            bar.update(task, description=m), bar.advance(task)))
+    paths = write_flow(output, res)
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    for p in res["points"]:
+        sp = p["fattree_speedup"]
+        out.print(f"{p['model']:13s} d={p['degree']} {p['gbps']:g} Gb/s: speedup fluid "
+                  f"{sp['fluid']:.3f}, flow split {sp['split']:.3f}, flow hashed "
+                  f"{min(sp['hashed']):.3f}-{max(sp['hashed']):.3f}", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..errors import InputError, NotSupportedError
 
-__all__ = ["PATTERNS", "drop_mask", "train_with_loss", "run_convergence"]
+__all__ = ["PATTERNS", "drop_mask", "train_with_loss", "run_convergence", "digits_split"]
 
 PATTERNS = ("none", "random", "dlcp", "engine")
 
@@ -90,7 +90,9 @@ def drop_mask(grad: np.ndarray, *, block: int, eps: float, pattern: str,
     return np.repeat(lost, block)[:n]
 
 
-def _data(seed: int):
+def digits_split(seed: int):
+    """scikit-learn's digits as float32 images in [0, 1] and labels, a seeded 80/20
+    split: ``(x_train, y_train, x_test, y_test)``."""
     try:
         from sklearn.datasets import load_digits
     except ImportError:
@@ -115,7 +117,7 @@ def train_with_loss(pattern: str, eps: float, *, seed: int = 0, workers: int = 8
     except ImportError:
         raise NotSupportedError("the convergence study needs torch (topocoll[torch])") \
             from None
-    xtr, ytr, xte, yte = _data(0)
+    xtr, ytr, xte, yte = digits_split(0)
     torch.manual_seed(seed)
     rng = np.random.default_rng([seed, 7])
     # drops draw from their own stream: every pattern sees the same batches in the same

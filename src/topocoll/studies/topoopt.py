@@ -35,8 +35,9 @@ from ..fabric.design import scaled_prices
 from ..workload import LAYERED, find_device
 from ._common import save_figure
 
-__all__ = ["SPLITS", "STUDY_MODELS", "STUDY_DEGREES", "STUDY_GBPS", "FATTREE_GBPS", "STUDY_SEEDS",
-           "STUDY_BUDGET", "PRICE_PARTS", "PRICE_FACTORS", "budget", "run_topoopt_study",
+__all__ = ["study_job", "SPLITS", "STUDY_MODELS", "STUDY_DEGREES", "STUDY_GBPS",
+           "FATTREE_GBPS", "STUDY_SEEDS", "STUDY_BUDGET", "PRICE_PARTS", "PRICE_FACTORS",
+           "budget", "run_topoopt_study",
            "write_topoopt_study", "render_tables", "study_tasks"]
 
 #: Models of TopoOpt's evaluation (algorithms.md section 1.7).
@@ -62,7 +63,9 @@ def budget(model: str) -> int:
     return STUDY_BUDGET.get(model, _DEFAULT_BUDGET)
 
 
-def _job(name: str, servers: int, device: str, **kw) -> Job:
+def study_job(name: str, servers: int, device: str, **kw) -> Job:
+    """The study's job for model ``name``: TopoOpt's per-GPU batch on ``servers``
+    servers of ``device``."""
     return Job(LAYERED[name], servers=servers, device=find_device(device),
                batch_per_gpu=TOPOOPT_BATCH[name], **kw)
 
@@ -80,7 +83,7 @@ def _design(name: str, degree: int, gbps: float, seed: int, servers: int, steps:
             pipeline: bool = True) -> dict:
     """One TopoOpt design and its equal-cost fat-trees (a worker task)."""
     kw = {} if pipeline else {"pipelines": (1,)}
-    job = _job(name, servers, device, **kw)
+    job = study_job(name, servers, device, **kw)
     r = optimize(job, degree=degree, port_bandwidth=gbps * _G, rounds=ROUNDS,
                  steps=steps // ROUNDS, seed=seed, split=split, overlap=overlap)
     cost = topoopt_cost(servers, degree, gbps * _G)
@@ -99,7 +102,7 @@ def _design(name: str, degree: int, gbps: float, seed: int, servers: int, steps:
 
 
 def _curve(name: str, gbps: float, servers: int, steps: int, device: str) -> dict:
-    job = _job(name, servers, device)
+    job = study_job(name, servers, device)
     t = _fattree(job, gbps * _G, steps, 0)
     return {"model": name, "gbps": gbps, "cost_usd": fattree_cost(servers, gbps * _G), **t}
 
@@ -110,7 +113,7 @@ def _priced(name: str, part: str, factor: float, degree: int, gbps: float, topo_
     p = scaled_prices(PriceTable(), part, factor)
     cost = topoopt_cost(servers, degree, gbps * _G, p)
     bft = equivalent_fattree_bandwidth(servers, cost, p)
-    ft = _fattree(_job(name, servers, device), bft, steps, 0)
+    ft = _fattree(study_job(name, servers, device), bft, steps, 0)
     return {"model": name, "part": part, "factor": factor, "degree": degree, "gbps": gbps,
             "cost_usd": cost, "fattree_gbps": bft / _G, "topoopt_s": topo_s,
             "fattree_iteration_s": ft["iteration_s"],
