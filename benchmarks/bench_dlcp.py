@@ -5,6 +5,7 @@ Prints one table row per case. Run with::
     .venv/bin/python benchmarks/bench_dlcp.py            # the engine, 16/32/64 workers
     .venv/bin/python benchmarks/bench_dlcp.py --target   # plus the command, cold and warm
     .venv/bin/python benchmarks/bench_dlcp.py --study    # plus the whole study
+    .venv/bin/python benchmarks/bench_dlcp.py --loop     # plus the engine in the loop
 
 Targets (2 cores): ``topocoll dlcp --payload 1500 --workers 16 --iterations 30`` in
 under 4 minutes (issue 33: 7 schemes x 30 iterations of ResNet-50 with MTU-sized
@@ -14,7 +15,9 @@ study dlcp`` in under 20 minutes. The engine rows time one ResNet-50 iteration o
 87 in flight per message as in the study) on the study's fabrics in this process, after
 one warm-up run (the numba kernel compiled or loaded); the events per second are the
 engine's speed. "Cold" is the command with the engine's numba cache removed first (the
-kernel compiles in every worker), "warm" the same command again.
+kernel compiles in every worker), "warm" the same command again. ``--loop``: one epoch
+(5 steps) of ``topocoll study dlcp-loop``'s training with the engine in the loop, per
+scheme it runs (the study: 6 cases x 3 seeds x 20 epochs).
 """
 
 from __future__ import annotations
@@ -103,6 +106,16 @@ def main(argv: list[str]) -> None:
         rows.append(("topocoll study dlcp (run_dlcp_study)", dt, 1200.0,
                      f"{res['wall_s']['simulation']} s simulation, "
                      f"{res['wall_s']['training']} s training"))
+    if "--loop" in argv:
+        from topocoll.studies.dlcp_loop import train_in_loop
+
+        train_in_loop("baseline", epochs=1)               # warm-up: torch, the kernel
+        for scheme in ("baseline", "layer_priority", "dlcp"):
+            t0 = time.perf_counter()
+            r = train_in_loop(scheme, epochs=1)
+            dt = time.perf_counter() - t0
+            rows.append((f"dlcp-loop: {scheme}, one epoch ({len(r['accuracy'])} steps, "
+                         "16 workers)", dt, None, f"{dt / len(r['accuracy']):.3f} s per step"))
     print(f"machine: {_cpu()}, {os.cpu_count()} cores, "
           f"load {load0:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"{'case':<72} {'seconds':>9} {'target':>8}  met  note")

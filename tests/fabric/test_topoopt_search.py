@@ -154,3 +154,31 @@ def test_matchings_are_maximum_weight():
                                       for m in perfect(list(range(8)))))
         assert all(len(r) == 4 for r in got)
     assert list(itertools.chain(*got[0]))
+
+
+def test_fattree_even_fill_spreads_servers_over_the_same_leaves_and_cables():
+    from topocoll.fabric import fattree_fabric
+
+    def leaves(t):
+        """Servers per leaf and uplink capacity per leaf (leaves: switches servers reach)."""
+        down: dict[int, int] = {}
+        for lk in t.links:
+            if lk.src < t.num_ranks:
+                down[lk.dst] = down.get(lk.dst, 0) + 1
+        up: dict[int, float] = {}
+        for lk in t.links:
+            if lk.src in down and lk.dst >= t.num_ranks:
+                up[lk.src] = up.get(lk.src, 0.0) + lk.bandwidth
+        return down, up
+
+    plan = fattree_fabric(128, 1.0, oversubscription=2.0)
+    even = fattree_fabric(128, 1.0, oversubscription=2.0, fill="even")
+    dp, upp = leaves(plan)
+    de, upe = leaves(even)
+    assert sorted(dp.values()) == [2, 42, 42, 42] and sorted(de.values()) == [32] * 4
+    assert plan.num_switches == even.num_switches == 6
+    # the same uplink cables in all (the plan's per-leaf rounding), spread evenly
+    assert sum(upp.values()) == sum(upe.values()) == 68 and set(upe.values()) == {17.0}
+    with pytest.raises(InputError) as e:
+        fattree_fabric(128, 1.0, fill="random")
+    assert e.value.item == "fill"

@@ -13,7 +13,7 @@ def test_flow_study_small(tmp_path):
     res = run_flow_study((("dlrm", 4, 25),), servers=16, steps=40, hash_seeds=(0, 1))
     (p,) = res["points"]
     assert res["setup"] == {"points": [["dlrm", 4, 25]], "hash_seeds": [0, 1]}
-    for key in ("topoopt", "fattree", "fattree_2to1"):
+    for key in ("topoopt", "fattree", "fattree_2to1", "fattree_2to1_even"):
         f = p[key]
         assert len(f["hashed_s"]) == 2
         # flow level never beats the fluid model

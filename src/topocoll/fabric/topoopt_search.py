@@ -260,7 +260,8 @@ def expander_fabric(n: int, degree: int, bandwidth: float, latency: float = 1e-6
 
 
 def fattree_fabric(n: int, bandwidth: float, *, radix: int = 64,
-                   oversubscription: float = 1.0, latency: float = 1e-6) -> Topology:
+                   oversubscription: float = 1.0, latency: float = 1e-6,
+                   fill: str = "plan") -> Topology:
     """The fat-tree of ``radix``-port switches that :func:`~topocoll.fabric.fattree_cost`
     prices, routed: one switch up to ``radix`` servers; else leaves of
     ``leaf_ports(radix, oversubscription)[0]`` consecutive servers at ``bandwidth`` each
@@ -268,13 +269,20 @@ def fattree_fabric(n: int, bandwidth: float, *, radix: int = 64,
     spread evenly over the spines of :func:`~topocoll.topology.scaleout.clos_plan` (ECMP splits
     over them). A third tier (more than ``radix^2 / 2`` servers) is folded into the spines:
     at the fluid level a non-blocking core adds hops, not limits. Every link has half of
-    ``latency`` (a switch traversal is ``latency``, as :func:`switch_fabric`)."""
+    ``latency`` (a switch traversal is ``latency``, as :func:`switch_fabric`). ``fill``:
+    ``"plan"`` fills each leaf before the next (the last may hold a few servers, with
+    uplinks in proportion); ``"even"`` spreads the servers evenly over as many leaves."""
     from ..topology.scaleout import clos_plan, leaf_ports
 
+    if fill not in ("plan", "even"):
+        raise InputError(f"fill must be 'plan' or 'even', got {fill!r}", item="fill")
     if n <= radix:
         return switch_fabric(n, bandwidth, latency)
     down, _ = leaf_ports(radix, oversubscription)
     groups = [range(i, min(n, i + down)) for i in range(0, n, down)]
+    if fill == "even":
+        cuts = [n * k // len(groups) for k in range(len(groups) + 1)]
+        groups = [range(a, b) for a, b in zip(cuts, cuts[1:], strict=False)]
     plan = clos_plan(groups, radix=radix, oversubscription=oversubscription)
     leaves = len(groups)
     spines = max(plan.spines, 1)
@@ -288,6 +296,7 @@ def fattree_fabric(n: int, bandwidth: float, *, radix: int = 64,
             sp = n + leaves + k
             links += [Link(sw, sp, up, latency / 2), Link(sp, sw, up, latency / 2)]
     o = f",o={oversubscription:g}" if oversubscription != 1 else ""
+    o += ",even" if fill == "even" else ""
     return Topology(f"fattree:{n},radix={radix}{o},B={bandwidth / 1e9:g}GB/s", n,
                     leaves + spines, tuple(links))
 

@@ -31,7 +31,7 @@ from ..fabric import (
 )
 from .topoopt import ROUNDS, budget, study_job
 
-__all__ = ["FLOW_POINTS", "HASH_SEEDS", "flow_point", "run_flow_study", "render_flow",
+__all__ = ["FLOW_POINTS", "HASH_SEEDS", "FATTREES", "flow_point", "run_flow_study", "render_flow",
            "write_flow"]
 
 #: (model, degree, Gb/s): where the TopoOpt study's median speedup over the non-blocking
@@ -39,6 +39,10 @@ __all__ = ["FLOW_POINTS", "HASH_SEEDS", "flow_point", "run_flow_study", "render_
 FLOW_POINTS = (("dlrm", 8, 100), ("bert-topoopt", 8, 200), ("candle-uno", 8, 100),
                ("vgg16", 4, 100), ("resnet50", 4, 25), ("ncf", 8, 100))
 HASH_SEEDS = (0, 1, 2)
+#: (oversubscription, key, fill) of the equal-cost fat-trees: the study's two, and the 2:1
+#: one with its servers spread evenly over the same leaves (no small remainder leaf)
+FATTREES = ((1.0, "fattree", "plan"), (2.0, "fattree_2to1", "plan"),
+            (2.0, "fattree_2to1_even", "even"))
 _G = 1e9 / 8
 
 
@@ -57,8 +61,9 @@ def _checks(fe: FabricEval, strategy: tuple[int, ...], hash_seeds: Sequence[int]
 def flow_point(model: str, degree: int, gbps: float, *, servers: int = 128, seed: int = 0,
                device: str = "a100-80g", steps: int | None = None,
                hash_seeds: Sequence[int] = HASH_SEEDS) -> dict:
-    """One headline point: the TopoOpt design and the 1:1 and 2:1 fat-trees of its cost
-    (each with its own strategy search, as the study runs them), each re-checked."""
+    """One headline point: the TopoOpt design and the fat-trees of its cost
+    (:data:`FATTREES`, each with its own strategy search, as the study runs them), each
+    re-checked."""
     job = study_job(model, servers, device)
     steps = budget(model) if steps is None else steps
     r = optimize(job, degree=degree, port_bandwidth=gbps * _G, rounds=ROUNDS,
@@ -66,16 +71,16 @@ def flow_point(model: str, degree: int, gbps: float, *, servers: int = 128, seed
     cost = topoopt_cost(servers, degree, gbps * _G)
     fabrics = {"topoopt": (FabricEval(job, r.finder.topology, rings=r.finder.jumps),
                            r.strategy)}
-    for o, key in ((1.0, "fattree"), (2.0, "fattree_2to1")):
+    for o, key, fill in FATTREES:
         fe = FabricEval(job, fattree_fabric(servers, equivalent_fattree_bandwidth(
-            servers, cost, oversubscription=o), oversubscription=o))
+            servers, cost, oversubscription=o), oversubscription=o, fill=fill))
         s, _ = search_fixed(fe, steps=steps, rng=np.random.default_rng(seed))
         fabrics[key] = (fe, s)
     rec = {"model": model, "degree": degree, "gbps": gbps, "seed": seed}
     for key, (fe, s) in fabrics.items():
         rec[key] = {**_checks(fe, s, hash_seeds), "strategy": job.describe(s)["counts"]}
     t = rec["topoopt"]
-    for key in ("fattree", "fattree_2to1"):
+    for _, key, _ in FATTREES:
         f = rec[key]
         rec[f"{key}_speedup"] = {
             "fluid": f["fluid_s"] / t["fluid_s"], "split": f["split_s"] / t["split_s"],
@@ -127,7 +132,7 @@ def render_flow(res: dict) -> str:
            "speedup fluid | speedup split | speedup hashed |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for p in res["points"]:
-        for key in ("topoopt", "fattree", "fattree_2to1"):
+        for key in ("topoopt", *(k for _, k, _ in FATTREES)):
             f = p[key]
             sp = p.get(f"{key}_speedup")
             cells = ["-", "-", "-"] if sp is None else [
@@ -140,7 +145,7 @@ def render_flow(res: dict) -> str:
             "seeds):", "", "| model | fabric | exchange | fluid ms | split | hashed |",
             "|---|---|---|---|---|---|"]
     for p in res["points"]:
-        for key in ("topoopt", "fattree", "fattree_2to1"):
+        for key in ("topoopt", *(k for _, k, _ in FATTREES)):
             for name, v in sorted(p[key]["phases"].items()):
                 out.append(f"| {p['model']} | {key} | {name} | {v['fluid_s'] * 1e3:.3f} | "
                            f"{v['split_ratio']:.3f} | {_fmt_range(v['hashed_ratio'])} |")
