@@ -56,3 +56,25 @@ def test_mlp_layers_and_bad_widths():
     with pytest.raises(InputError) as e:
         mlp((0,))
     assert e.value.item == "hidden"
+
+
+def test_energy_lost_is_the_missing_elements_share_of_the_squared_gradient(monkeypatch):
+    """With a stand-in engine that loses the first element of worker 0's gradient, the
+    step records that element's share of the elements and of the squared gradient."""
+    import topocoll.studies.dlcp_loop as mod
+    from topocoll.fabric import GradientExchange
+
+    seen = []
+
+    def fake(topo, layered, scheme, grads, **kw):
+        miss = np.zeros(grads.shape, bool)
+        miss[0, 0] = True
+        seen.append(grads.copy())
+        return GradientExchange(1e-3, miss, 4, 4 * grads.size, 1, 0)
+
+    monkeypatch.setattr(mod, "exchange_gradients", fake)
+    r = mod.train_in_loop("dlcp", **{**TINY, "hidden": (8,)})
+    g = seen[0].astype(np.float64)
+    assert r["energy_lost"][0] == pytest.approx(g[0, 0] ** 2 / (g ** 2).sum())
+    assert r["zero_fraction"][0] == pytest.approx(1 / g.size)
+    assert r["iteration_s"] == [1e-3] * len(seen)

@@ -97,8 +97,9 @@ def train_in_loop(scheme: str = "dlcp", *, magnitudes: str = "gradients",
                   progress: Callable[[str], None] | None = None, **engine) -> dict:
     """One training run of ``scheme`` with the engine in the loop (see the module
     docstring). Returns ``scheme``, ``magnitudes``, ``seed``, per step ``iteration_s``
-    (the engine's), ``accuracy`` (test, after the step) and ``zero_fraction`` (share of
-    the pushed gradient elements missing from the sum), and ``steps_to_target`` /
+    (the engine's), ``accuracy`` (test, after the step), ``zero_fraction`` (share of
+    the pushed gradient elements missing from the sum) and ``energy_lost`` (their share
+    of the workers' squared gradient), and ``steps_to_target`` /
     ``time_to_target_s`` (None if never reached), ``final_accuracy``. ``engine``: further
     options of :func:`~topocoll.fabric.exchange_gradients`."""
     torch = _torch()
@@ -117,7 +118,7 @@ def train_in_loop(scheme: str = "dlcp", *, magnitudes: str = "gradients",
     if per_epoch < 1:
         raise InputError(f"{workers} workers x {batch_per_worker} images exceed the "
                          f"{len(xt)} training images", item="batch_per_worker")
-    its, accs, zero = [], [], []
+    its, accs, zero, energy = [], [], [], []
     grads = np.empty((workers, layered.parameters), np.float32)
     step = 0
     for epoch in range(epochs):
@@ -132,7 +133,11 @@ def train_in_loop(scheme: str = "dlcp", *, magnitudes: str = "gradients",
                                     magnitudes=magnitudes, background_load=background_load,
                                     eps=eps, bucket=bucket, payload=payload, window=window,
                                     paths=paths, **engine)
-            total = np.where(ex.missing, 0.0, grads).sum(axis=0) / workers
+            kept = np.where(ex.missing, 0.0, grads)
+            total = kept.sum(axis=0) / workers
+            g2 = float(np.square(grads, dtype=np.float64).sum())
+            energy.append(float(np.square(grads[ex.missing], dtype=np.float64).sum()) / g2
+                          if g2 > 0 else 0.0)
             off = 0
             for p in params:
                 k = p.numel()
@@ -150,6 +155,7 @@ def train_in_loop(scheme: str = "dlcp", *, magnitudes: str = "gradients",
     hit = next((i for i, a in enumerate(accs) if a >= target), None)
     return {"scheme": scheme, "magnitudes": magnitudes, "seed": seed,
             "iteration_s": its, "accuracy": accs, "zero_fraction": zero,
+            "energy_lost": energy,
             "steps_to_target": None if hit is None else hit + 1,
             "time_to_target_s": None if hit is None else float(clock[hit]),
             "final_accuracy": accs[-1]}
@@ -160,8 +166,8 @@ def run_loop(cases: Sequence[tuple[str, str, str, float]] = LOOP_CASES,
              progress: Callable[[str], None] | None = None, **kw) -> dict:
     """Every case (label, scheme, magnitudes, eps) x seed of :func:`train_in_loop`, the
     setup, and per case the summary: median iteration time (all steps of all seeds), mean
-    zero fraction, mean steps and simulated time to the target (over the seeds that
-    reached it; how many did), mean final accuracy."""
+    zero fraction and energy lost, mean steps and simulated time to the target (over the
+    seeds that reached it; how many did), mean final accuracy."""
     runs, summary = [], []
     for label, scheme, mags, eps in cases:
         mine = [train_in_loop(scheme, magnitudes=mags, eps=eps, seed=s, progress=progress,
@@ -174,6 +180,7 @@ def run_loop(cases: Sequence[tuple[str, str, str, float]] = LOOP_CASES,
             "case": label, "scheme": scheme, "magnitudes": mags, "eps": eps,
             "p50_iteration_s": float(np.median([t for r in mine for t in r["iteration_s"]])),
             "zero_fraction": float(np.mean([z for r in mine for z in r["zero_fraction"]])),
+            "energy_lost": float(np.mean([z for r in mine for z in r["energy_lost"]])),
             "reached": len(reached), "seeds": len(mine),
             "steps_to_target": float(np.mean([r["steps_to_target"] for r in reached]))
             if reached else None,
@@ -198,15 +205,17 @@ def render_loop(res: dict) -> str:
            f"workers, {st['topology']}, background load {st['background_load']:g}, "
            f"{st['payload']}-byte packets; seeds {', '.join(map(str, st['seeds']))}; time "
            f"to {st['target']:.0%} test accuracy in simulated communication time.", "",
-           "| case | eps | p50 iteration (ms) | gradient elements lost | seeds at target | "
-           "steps to target | time to target (s) | final accuracy |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| case | eps | p50 iteration (ms) | gradient elements lost | gradient energy lost | "
+           "seeds at target | steps to target | time to target (s) | final accuracy |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for c in res["summary"]:
         steps = "-" if c["steps_to_target"] is None else f"{c['steps_to_target']:.1f}"
         tta = "-" if c["time_to_target_s"] is None else f"{c['time_to_target_s']:.3f}"
-        out.append(f"| {c['case']} | {c['eps']:.0%} | {c['p50_iteration_s'] * 1e3:.2f} | "
-                   f"{c['zero_fraction']:.4%} | {c['reached']}/{c['seeds']} | {steps} | "
-                   f"{tta} | {c['final_accuracy']:.3f} |")
+        eps = f"{c['eps']:.0%}" if c["scheme"] == "dlcp" else "-"
+        out.append(f"| {c['case']} | {eps} | {c['p50_iteration_s'] * 1e3:.2f} | "
+                   f"{c['zero_fraction']:.4%} | {c['energy_lost']:.4%} | "
+                   f"{c['reached']}/{c['seeds']} | {steps} | {tta} | "
+                   f"{c['final_accuracy']:.3f} |")
     return "\n".join(out) + "\n"
 
 
