@@ -115,9 +115,56 @@ def test_bandwidth_allreduce_volume_and_steps():
 
 
 def test_non_power_of_two_folds_add_two_steps_per_folded_dimension():
-    assert swing_allreduce(ring(12)).num_steps == 2 * 3 + 2
+    # odd sizes fold (the Swing pairing is no matching there); so does the latency variant
     assert swing_allreduce(torus((6, 5))).num_steps == 2 * (2 + 2) + 4
+    assert swing_allreduce(ring(13)).num_steps == 2 * 3 + 2
     assert swing_latency_allreduce(torus((6, 4))).num_steps == (2 + 2) + 2
+
+
+@pytest.mark.parametrize("shape", [(6,), (12,), (26,), (50,), (52,), (100,), (6, 6), (10, 6),
+                                   (12, 8), (6, 6, 6)], ids=lambda s: "x".join(map(str, s)))
+def test_even_sizes_run_unfolded_every_block_once(shape):
+    """Even sizes as the paper runs them: ``ceil(log2 d)`` steps per dimension, no fold,
+    each rank sends exactly the bandwidth-optimal ``2 (p - 1) / p`` of the vector, and the
+    schedule verifies (26, 50 and 52 are sizes where the authors' negabinary rule loses
+    contributions)."""
+    t = torus(shape) if len(shape) > 1 else ring(shape[0])
+    p = t.num_ranks
+    L = sum((d - 1).bit_length() for d in shape)
+    for mp in (True, False):
+        s = swing_allreduce(t, multiport=mp)
+        assert s.num_steps == 2 * L
+        K = s.collective.num_chunks
+        assert np.allclose(s.bytes_sent(float(K)), 2 * (p - 1) / p * K)
+        assert verify(s, t).ok
+        for fn in (swing_reduce_scatter, swing_allgather):
+            r = fn(t, multiport=mp)
+            assert r.num_steps == L and verify(r, t).ok
+            assert np.allclose(r.bytes_sent(1.0), (p - 1) / p)
+
+
+def test_even_sizes_beat_the_fold_on_a_torus():
+    """The fold's whole-vector hand-offs cross shared links; the trees do not: on 6x6 at
+    128 MiB the unfolded allreduce takes 1.43x the multiport bound ``2 S (p-1)/p / (2 D
+    B)`` (measured; 8x8, powers of two: 1.10x), the fold 12.7x."""
+    from topocoll.synth.multiport import butterfly_schedule
+
+    t = torus((6, 6), bandwidth=50e9, latency=0.0)
+    S = float(1 << 27)
+    fold = butterfly_schedule(make_plan(t, None, _rule, even=False), "allreduce", name="f")
+    tree = swing_allreduce(t)
+    tf = AlphaBeta(bound=False).evaluate(fold, t, S).time
+    tt = AlphaBeta(bound=False).evaluate(tree, t, S).time
+    ideal = 2 * S * 35 / 36 / (4 * 50e9)
+    assert ideal <= tt <= 1.5 * ideal and tf > 5 * tt
+
+
+def test_tree_sends_reject_pairings_that_do_not_reach_every_rank():
+    from topocoll.synth.multiport import tree_sends
+
+    assert tree_sends(np.array([[1, 0, 3, 2]])) is None          # two halves never meet
+    sends = tree_sends(np.array([[1, 0, 3, 2], [2, 3, 0, 1]]))     # recursive doubling
+    assert sends is not None and [len(b) for _, b in sends] == [8, 4]     # halving
 
 
 def test_hyperx_peers_are_direct_links():

@@ -48,7 +48,7 @@ from ..topology import Topology
 from ._common import require, resolve_group
 
 __all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order", "logical_shape",
-           "port_dims"]
+           "port_dims", "tree_sends", "TREE_MAX_RANKS"]
 
 #: ``rule(x, q, sigma) -> peer coordinate`` for an array of coordinates ``x`` in ``0..q-1``.
 StepRule = Callable[[np.ndarray, int, int], np.ndarray]
@@ -75,6 +75,9 @@ class Plan:
         Dimension of each step of each port.
     folds : list of (senders, receivers)
         Group positions of one fold step each, in fold order.
+    trees : bool
+        The core is the whole (even, not power-of-two) shape: blocks travel on the trees
+        of :func:`tree_sends` instead of halving sets.
     """
 
     group: np.ndarray
@@ -84,6 +87,7 @@ class Plan:
     peers: np.ndarray
     dims_used: np.ndarray
     folds: list
+    trees: bool = False
 
     @property
     def num_ports(self) -> int:
@@ -91,7 +95,7 @@ class Plan:
 
     @property
     def num_steps(self) -> int:
-        """Core steps ``L = sum_k log2(core[k])``."""
+        """Core steps ``L = sum_k ceil(log2(core[k]))``."""
         return self.peers.shape[1]
 
     @property
@@ -136,7 +140,8 @@ def logical_shape(topology: Topology, group: tuple[int, ...]) -> tuple[int, ...]
 
 def port_dims(core: Sequence[int], port: int) -> list[tuple[int, int]]:
     """``(dimension, relative step)`` of every step of ``port``: round-robin from
-    dimension ``port mod D``, skipping dimensions that finished their ``log2 q`` steps.
+    dimension ``port mod D``, skipping dimensions that finished their ``ceil(log2 q)``
+    steps.
 
     Examples
     --------
@@ -146,7 +151,7 @@ def port_dims(core: Sequence[int], port: int) -> list[tuple[int, int]]:
     [(1, 0), (0, 0), (0, 1), (0, 2)]
     """
     D = len(core)
-    left = [int(q).bit_length() - 1 for q in core]
+    left = [(int(q) - 1).bit_length() for q in core]
     used = [0] * D
     out, k = [], port % D
     while sum(left):
@@ -159,7 +164,7 @@ def port_dims(core: Sequence[int], port: int) -> list[tuple[int, int]]:
 
 
 def make_plan(topology: Topology, ranks: Sequence[int] | None, rule: StepRule, *,
-              multiport: bool = True) -> Plan:
+              multiport: bool = True, even: bool = False) -> Plan:
     """Resolve the group, its logical torus, the folds and every port's peer table.
 
     Parameters
@@ -170,16 +175,31 @@ def make_plan(topology: Topology, ranks: Sequence[int] | None, rule: StepRule, *
         The family's pairing rule (see the module docstring).
     multiport : bool
         ``2D`` instances (all ports of a torus node) if True, else one.
+    even : bool
+        When every dimension is even and one is not a power of two, run on the whole
+        shape without folding (``ceil(log2 d)`` steps per dimension, blocks on the trees
+        of :func:`tree_sends`), if every block's tree reaches every rank; the rule must
+        then be an involution without fixed points for even sizes too (Swing's is).
     """
     group = resolve_group(topology, ranks)
     shape = logical_shape(topology, group)
+    if even and all(d % 2 == 0 for d in shape) and any(d & (d - 1) for d in shape) \
+            and math.prod(shape) <= TREE_MAX_RANKS:
+        plan = _plan(group, shape, shape, rule, multiport, trees=True)
+        if all(tree_sends(plan.peers[j]) is not None for j in range(plan.num_ports)):
+            return plan
     core = tuple(1 << (d.bit_length() - 1) for d in shape)
+    return _plan(group, shape, core, rule, multiport)
+
+
+def _plan(group, shape, core, rule, multiport, trees=False) -> Plan:
+    """The plan of ``group`` on ``shape`` with core ``core`` (see :func:`make_plan`)."""
     D = len(shape)
     Q = math.prod(core)
     vc = _coords(np.arange(Q), core)
     core_pos = _index(vc, shape)
     nports = 2 * D if multiport and Q > 1 else 1
-    L = sum(q.bit_length() - 1 for q in core)
+    L = sum((q - 1).bit_length() for q in core)
     peers = np.empty((nports, L, Q), dtype=np.int64)
     dims_used = np.empty((nports, L), dtype=np.int64)
     for j in range(nports):
@@ -203,7 +223,72 @@ def make_plan(topology: Topology, ranks: Sequence[int] | None, rule: StepRule, *
         folds.append((send, send - q * stride))
         alive[send] = False
     return Plan(np.asarray(group, dtype=np.int64), shape, core, core_pos, peers, dims_used,
-                folds)
+                folds, trees)
+
+
+#: Largest group the block trees are built for (their tables grow as ranks squared);
+#: larger even shapes fold.
+TREE_MAX_RANKS = 4096
+
+
+def tree_sends(peers: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The blocks each rank sends at each reduce-scatter step of one port, on a shape
+    whose sizes need not be powers of two (De Sensi et al. §3.3: for even sizes the
+    schedule can be arranged so that no block is sent twice).
+
+    Block ``b`` travels on a tree: broadcast from ``b`` over the steps ``L-1 .. 0``, a
+    rank that lacks ``b`` receives it at step ``s`` if its step-``s`` peer holds it (each
+    step is a matching, so from one sender at most). The reduce-scatter runs the trees
+    backwards: at step ``s`` a rank sends to its peer the partial sums of the blocks it
+    received from that peer in the broadcast, after its own subtree's arrived; the
+    allgather runs them forwards. Every rank contributes to every block exactly once and
+    sends ``Q - 1`` blocks in all (bandwidth-optimal volume). Returns, per step, a CSR
+    pair ``(ptr, blocks)`` over ranks, or None when some tree misses a rank.
+
+    Examples
+    --------
+    >>> from topocoll.synth.swing import swing_peer
+    >>> peers = np.array([swing_peer(np.arange(6), 6, s) for s in range(3)])
+    >>> sends = tree_sends(peers)               # blocks per rank at each step: 2, 2, 1
+    >>> [np.diff(p).tolist() for p, _ in sends][0], sum(int(np.diff(p)[0]) for p, _ in sends)
+    ([2, 2, 2, 2, 2, 2], 5)
+    """
+    L, Q = peers.shape
+    held = np.eye(Q, dtype=bool)                       # held[b, v]: v has block b
+    recv = [None] * L
+    for s in range(L - 1, -1, -1):
+        got = ~held & held[:, peers[s]]
+        held |= got
+        recv[s] = got
+    if not held.all():
+        return None
+    out = []
+    for s in range(L):
+        v, b = np.nonzero(recv[s].T)                    # by rank, then block
+        ptr = np.zeros(Q + 1, dtype=np.int64)
+        np.cumsum(np.bincount(v, minlength=Q), out=ptr[1:])
+        out.append((ptr, b.astype(np.int64)))
+    return out
+
+
+def _tree_exchange(b: ScheduleBuilder, plan: Plan, kind: str, sends: list) -> None:
+    """Append the reduce-scatter (``'rs'``) or allgather (``'ag'``) steps of a tree plan:
+    chunk ``block * P + port``; ranks with nothing to send at a step send nothing."""
+    g = plan.group[plan.core_pos]
+    L, P = plan.num_steps, plan.num_ports
+    for s in (range(L) if kind == "rs" else range(L - 1, -1, -1)):
+        b.new_step()
+        for j in range(P):
+            pr = plan.peers[j, s]
+            ptr, blocks = sends[j][s]
+            if kind == "rs":
+                rows = [blocks[ptr[v]:ptr[v + 1]] for v in range(plan.q)]
+            else:                       # send the peer what it sent us in the reduce
+                rows = [blocks[ptr[u]:ptr[u + 1]] for u in pr]
+            keep = np.flatnonzero([len(r) for r in rows])
+            cptr, ids = _csr([rows[v] for v in keep])
+            b.add_many(g[keep], g[pr[keep]], (cptr, ids * P + j),
+                       Op.REDUCE if kind == "rs" else Op.COPY)
 
 
 # ------------------------------------------------------------------ core phases
@@ -408,6 +493,17 @@ def butterfly_schedule(plan: Plan, kind: str, *, variant: str = "bandwidth",
     meta = dict(meta or {})
     meta.update(shape="x".join(map(str, plan.shape)), ports=str(P))
     ranks = tuple(int(x) for x in g)
+    if plan.trees:
+        if kind not in ("allreduce", "allgather", "reduce_scatter") or variant != "bandwidth":
+            raise ValueError("a tree plan builds the bandwidth-optimal allreduce, "
+                             "reduce-scatter and allgather only")
+        sends = [tree_sends(plan.peers[j]) for j in range(P)]
+        K = plan.q * P if kind == "allreduce" else P
+        b = ScheduleBuilder(Collective(kind, ranks, K))
+        for ph in {"allreduce": ("rs", "ag"), "allgather": ("ag",),
+                   "reduce_scatter": ("rs",)}[kind]:
+            _tree_exchange(b, plan, ph, sends)
+        return b.build(name=name, meta=meta)
     if not plan.folds and kind in ("allreduce", "allgather", "reduce_scatter") and \
             variant == "bandwidth" and L:
         phases = {"allreduce": ("rs", "ag"), "allgather": ("ag",),
