@@ -137,3 +137,29 @@ def test_bandwidth_sweep_moves_the_crossover_to_larger_sizes():
     table = render_sweep(rows)
     assert table.count("Gb/s |") == 3 and "3200 Gb/s" in table
     assert "synth" not in json.dumps(rows)             # no wall-clock in the artifact
+
+
+def test_even_sizes_study_small(tmp_path):
+    """Swing on an even, non-power-of-two torus: verified, its unfolded schedule against
+    the fold at every size, the table and files."""
+    import json
+
+    from topocoll.studies.swing import (
+        EVEN_TABLE_SIZES,
+        StudySetup,
+        even_sizes_study,
+        render_even,
+        write_even,
+    )
+
+    rows = even_sizes_study(StudySetup(sizes=EVEN_TABLE_SIZES), shapes=((6, 4),))
+    (r,) = rows
+    assert r["shape"] == [6, 4] and r["verified"]["swing"] == "yes"
+    sw, fold = r["times_s"]["swing"], r["swing_fold_s"]
+    assert sw[-1] < fold[-1]                    # large vectors: the fold's hand-offs cost
+    assert all(o == min(v[i] for k, v in r["times_s"].items() if k != "swing")
+               for i, o in enumerate(r["best_other_s"]))
+    text = render_even(rows)
+    assert text.count("| 6x4 |") == len(EVEN_TABLE_SIZES)
+    pj, pm = write_even(tmp_path, rows)
+    assert json.loads(pj.read_text())[0]["shape"] == [6, 4] and pm.read_text() == text

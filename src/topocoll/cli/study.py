@@ -15,8 +15,9 @@ __all__ = ["study"]
 @app.command()
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
-              help="Study to run: swing, swing-packet, adaptive, validation, libra, topoopt, "
-                   "topoopt-prototype (root: an emulated cluster), topoopt-flow, dlcp, "
+              help="Study to run: swing, swing-even, swing-packet, adaptive, validation, "
+                   "libra, topoopt, topoopt-prototype (root: an emulated cluster), "
+                   "topoopt-flow, dlcp, "
                    "dlcp-regime, dlcp-loop or design.")],
           output: Annotated[Path | None, typer.Option(
               "--output", "-o", help="Directory for the results page, JSON and figures "
@@ -71,6 +72,9 @@ def study(name: Annotated[str, typer.Argument(
         return
     if name == "swing-packet":
         _swing_packet(output, topology, max_size, as_json)
+        return
+    if name == "swing-even":
+        _swing_even(output, as_json)
         return
     if name == "adaptive":
         _adaptive(output, as_json)
@@ -204,8 +208,9 @@ def _adaptive(output: Path, as_json: bool) -> None:
 
 
 #: The studies ``topocoll study`` regenerates.
-STUDIES = ("swing", "validation", "libra", "topoopt", "topoopt-prototype", "topoopt-flow",
-           "dlcp", "dlcp-regime", "dlcp-loop", "design", "swing-packet", "adaptive")
+STUDIES = ("swing", "swing-even", "validation", "libra", "topoopt", "topoopt-prototype",
+           "topoopt-flow", "dlcp", "dlcp-regime", "dlcp-loop", "design", "swing-packet",
+           "adaptive")
 
 
 def _output_dir(output: Path | None) -> Path:
@@ -424,6 +429,25 @@ def _dlcp_regime(output: Path, as_json: bool) -> None:
     out.print(f"largest saving over the best baseline: {best['best_vs_baselines']:+.1%} "
               f"({best['pattern']}, background class {best['background_class']}, "
               f"{best['buffer'] >> 10} KiB, load {best['load']:g})", highlight=False)
+    out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
+
+
+def _swing_even(output: Path, as_json: bool) -> None:
+    from ..studies.swing import even_sizes_study, write_even
+
+    with busy("Swing on even tori", as_json) as bar:
+        rows = even_sizes_study(progress=lambda s: bar.update(bar.task_ids[0],
+                                                             description=s))
+    paths = write_even(output, rows)
+    if as_json:
+        print_json({"written": [str(p) for p in paths]})
+        return
+    import numpy as np
+
+    for r in rows:
+        sp = np.asarray(r["best_other_s"]) / np.asarray(r["times_s"]["swing"])
+        out.print(f"torus {'x'.join(map(str, r['shape'])):8s} Swing over the best other: "
+                  f"{sp.min():.2f}x to {sp.max():.2f}x", highlight=False)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 

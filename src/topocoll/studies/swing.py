@@ -49,7 +49,8 @@ from ..verification import verify
 __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
            "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
            "hamiltonian_rings_time", "write_study", "render_markdown", "bandwidth_sweep",
-           "render_sweep", "SWEEP_GBPS"]
+           "render_sweep", "SWEEP_GBPS", "EVEN_SHAPES", "EVEN_TABLE_SIZES", "even_sizes_study",
+           "render_even", "write_even"]
 
 GBIT = 1e9 / 8
 
@@ -486,3 +487,69 @@ def write_study(out_dir: str | Path, results: Sequence[TopologyResult],
         written.append(sw)
     return written + [md, js]
 
+
+
+#: Even tori whose sizes are not powers of two (the paper: "any shape and size").
+EVEN_SHAPES = ((6, 6), (10, 10), (12, 12), (24, 24), (12, 8), (6, 6, 6))
+#: The sizes the even-size table shows.
+EVEN_TABLE_SIZES = (32.0, 32.0 * 1024, 2.0 * 2**20, 128.0 * 2**20)
+
+
+def even_sizes_study(setup: StudySetup | None = None,
+                     shapes: Sequence[tuple[int, ...]] = EVEN_SHAPES,
+                     progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Swing on even tori that are not powers of two: every algorithm of the study (Swing
+    as the paper runs even sizes: unfolded, each block once on its tree), and Swing as it
+    ran before, folded per dimension onto the largest power of two (the better of its
+    folded bandwidth and latency variants). One record per shape: the sizes, per
+    algorithm times, ``swing_fold`` times, the best other algorithm per size, verified."""
+    from ..synth.multiport import butterfly_schedule, make_plan
+    from ..synth.swing import swing_peer
+
+    setup = setup or StudySetup()
+    out = []
+    for shape in shapes:
+        st = StudyTopology("torus", tuple(shape))
+        res = study_topology(st, setup, progress=progress)
+        topo = st.build(setup)
+        model = dataclasses.replace(setup.model(), alpha=st.alpha(setup))
+        plan = make_plan(topo, None, swing_peer, even=False)
+        fold = np.minimum(*(
+            np.array([r.time for r in model.evaluate_sizes(
+                butterfly_schedule(plan, "allreduce", variant=v, name="swing_fold"), topo,
+                setup.sizes)]) for v in ("bandwidth", "latency")))
+        names, other = res.best_other("swing")
+        out.append({**res.to_dict(), "shape": list(shape),
+                    "swing_fold_s": fold.tolist(), "best_other": names,
+                    "best_other_s": other.tolist()})
+    return out
+
+
+def render_even(rows: Sequence[dict]) -> str:
+    """The even-size table as Markdown (``swing-even.md``)."""
+    out = ["<!-- written by `topocoll study swing-even`; do not edit -->", "",
+           "Allreduce time (us) and speedup of Swing over the best other algorithm; Swing "
+           "unfolded (each block once on its tree) and folded onto the largest power of two.",
+           "", "| torus | size | Swing | Swing folded | best other | speedup | speedup folded |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        sizes = list(r["sizes"])
+        for size in EVEN_TABLE_SIZES:
+            i = sizes.index(size)
+            sw, fo = r["times_s"]["swing"][i], r["swing_fold_s"][i]
+            ot, on = r["best_other_s"][i], r["best_other"][i]
+            out.append(f"| {'x'.join(map(str, r['shape']))} | {_fmt_size(size)} | "
+                       f"{sw * 1e6:.2f} | {fo * 1e6:.2f} | {ot * 1e6:.2f} ({on}) | "
+                       f"{ot / sw:.2f}x | {ot / fo:.2f}x |")
+    return "\n".join(out) + "\n"
+
+
+def write_even(out_dir: str | Path, rows: Sequence[dict]) -> list[Path]:
+    """``swing-even.json`` and ``swing-even.md`` in ``out_dir``."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    pj = d / "swing-even.json"
+    pj.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    pm = d / "swing-even.md"
+    pm.write_text(render_even(rows))
+    return [pj, pm]
