@@ -7,13 +7,24 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json", "headless_pyplot", "save_figure"]
+__all__ = ["write_json", "write_tables", "headless_pyplot", "save_figure"]
 
 
 def write_json(path: Path, data: Any) -> Path:
     """``data`` as sorted, indented JSON with a final newline (byte-stable artifacts)."""
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return path
+
+
+def write_tables(directory: str | Path, stem: str, data: Any, markdown: str) -> list[Path]:
+    """``stem.json`` (:func:`write_json`) and ``stem.md`` (``markdown``) in ``directory``,
+    made if missing."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    pm = d / f"{stem}.md"
+    pj = write_json(d / f"{stem}.json", data)
+    pm.write_text(markdown)
+    return [pj, pm]
 
 
 def headless_pyplot():

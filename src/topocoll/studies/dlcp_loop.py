@@ -29,7 +29,6 @@ True
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from ..fabric import exchange_gradients
 from ..sim.dlcp_engine import shortest_paths
 from ..topology.spec import parse_spec
 from ..workload import Layer, LayeredModel
+from ._common import write_tables
 from .dlcp_convergence import digits_split
 
 __all__ = ["LOOP_TOPOLOGY", "LOOP_CASES", "mlp", "train_in_loop", "run_loop", "render_loop",
@@ -222,10 +222,4 @@ def render_loop(res: dict) -> str:
 def write_loop(directory: str | Path, res: dict) -> list[Path]:
     """``dlcp-loop.json`` (every run, step by step) and ``dlcp-loop.md`` in
     ``directory``."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    pj = d / "dlcp-loop.json"
-    pj.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-    pm = d / "dlcp-loop.md"
-    pm.write_text(render_loop(res))
-    return [pj, pm]
+    return write_tables(directory, "dlcp-loop", res, render_loop(res))

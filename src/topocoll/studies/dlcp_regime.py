@@ -15,13 +15,13 @@ server at once: 15-to-1 incast) and ``ring`` (each worker sends to one neighbour
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..fabric import run_dlcp
 from ..topology.spec import parse_spec
 from ..workload import LAYERED
+from ._common import write_tables
 from .dlcp import STUDY_TOPOLOGY, window_for
 
 __all__ = ["REGIME_LOADS", "REGIME_BUFFERS", "REGIME_CLASSES", "REGIME_PATTERNS",
@@ -98,10 +98,4 @@ def render_regime(res: dict) -> str:
 
 def write_regime(directory: str | Path, res: dict) -> list[Path]:
     """``dlcp-regime.json`` and ``dlcp-regime.md`` in ``directory``."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    pj = d / "dlcp-regime.json"
-    pj.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-    pm = d / "dlcp-regime.md"
-    pm.write_text(render_regime(res))
-    return [pj, pm]
+    return write_tables(directory, "dlcp-regime", res, render_regime(res))

@@ -45,6 +45,7 @@ from ..synth import (
 from ..synth.torus import hamiltonian_unsupported_reason
 from ..topology import Dim, Link, Topology, torus
 from ..verification import verify
+from ._common import write_tables
 
 __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
            "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
@@ -546,10 +547,4 @@ def render_even(rows: Sequence[dict]) -> str:
 
 def write_even(out_dir: str | Path, rows: Sequence[dict]) -> list[Path]:
     """``swing-even.json`` and ``swing-even.md`` in ``out_dir``."""
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    pj = d / "swing-even.json"
-    pj.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
-    pm = d / "swing-even.md"
-    pm.write_text(render_even(rows))
-    return [pj, pm]
+    return write_tables(out_dir, "swing-even", rows, render_even(rows))

@@ -14,7 +14,6 @@ phase's bandwidth term scaled by its flow-level ratio, and the speedup with it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from ..fabric import (
     search_fixed,
     topoopt_cost,
 )
+from ._common import write_tables
 from .topoopt import ROUNDS, budget, study_job
 
 __all__ = ["FLOW_POINTS", "HASH_SEEDS", "FATTREES", "flow_point", "run_flow_study", "render_flow",
@@ -154,10 +154,4 @@ def render_flow(res: dict) -> str:
 
 def write_flow(directory: str | Path, res: dict) -> list[Path]:
     """``topoopt-flow.json`` and ``topoopt-flow.md`` in ``directory``."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    pj = d / "topoopt-flow.json"
-    pj.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-    pm = d / "topoopt-flow.md"
-    pm.write_text(render_flow(res))
-    return [pj, pm]
+    return write_tables(directory, "topoopt-flow", res, render_flow(res))
