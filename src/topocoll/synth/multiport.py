@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,9 +76,10 @@ class Plan:
         Dimension of each step of each port.
     folds : list of (senders, receivers)
         Group positions of one fold step each, in fold order.
-    trees : bool
-        The core is the whole (even, not power-of-two) shape: blocks travel on the trees
-        of :func:`tree_sends` instead of halving sets.
+    sends : tuple or None
+        When the core is the whole (even, not power-of-two) shape: per port, the blocks
+        each rank sends at each reduce-scatter step, on the trees of :func:`tree_sends`
+        (instead of halving sets); None otherwise.
     """
 
     group: np.ndarray
@@ -87,7 +89,7 @@ class Plan:
     peers: np.ndarray
     dims_used: np.ndarray
     folds: list
-    trees: bool = False
+    sends: tuple | None = None
 
     @property
     def num_ports(self) -> int:
@@ -185,14 +187,15 @@ def make_plan(topology: Topology, ranks: Sequence[int] | None, rule: StepRule, *
     shape = logical_shape(topology, group)
     if even and all(d % 2 == 0 for d in shape) and any(d & (d - 1) for d in shape) \
             and math.prod(shape) <= TREE_MAX_RANKS:
-        plan = _plan(group, shape, shape, rule, multiport, trees=True)
-        if all(tree_sends(plan.peers[j]) is not None for j in range(plan.num_ports)):
-            return plan
+        plan = _plan(group, shape, shape, rule, multiport)
+        sends = tuple(tree_sends(plan.peers[j]) for j in range(plan.num_ports))
+        if all(x is not None for x in sends):
+            return dataclasses.replace(plan, sends=sends)
     core = tuple(1 << (d.bit_length() - 1) for d in shape)
     return _plan(group, shape, core, rule, multiport)
 
 
-def _plan(group, shape, core, rule, multiport, trees=False) -> Plan:
+def _plan(group, shape, core, rule, multiport) -> Plan:
     """The plan of ``group`` on ``shape`` with core ``core`` (see :func:`make_plan`)."""
     D = len(shape)
     Q = math.prod(core)
@@ -223,7 +226,7 @@ def _plan(group, shape, core, rule, multiport, trees=False) -> Plan:
         folds.append((send, send - q * stride))
         alive[send] = False
     return Plan(np.asarray(group, dtype=np.int64), shape, core, core_pos, peers, dims_used,
-                folds, trees)
+                folds)
 
 
 #: Largest group the block trees are built for (their tables grow as ranks squared);
@@ -233,8 +236,8 @@ TREE_MAX_RANKS = 4096
 
 def tree_sends(peers: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """The blocks each rank sends at each reduce-scatter step of one port, on a shape
-    whose sizes need not be powers of two (De Sensi et al. §3.3: for even sizes the
-    schedule can be arranged so that no block is sent twice).
+    whose sizes need not be powers of two (De Sensi et al.: for an even number of nodes
+    the schedule can be arranged so that no block is sent twice; ``algorithms.md`` §6.6).
 
     Block ``b`` travels on a tree: broadcast from ``b`` over the steps ``L-1 .. 0``, a
     rank that lacks ``b`` receives it at step ``s`` if its step-``s`` peer holds it (each
@@ -493,16 +496,15 @@ def butterfly_schedule(plan: Plan, kind: str, *, variant: str = "bandwidth",
     meta = dict(meta or {})
     meta.update(shape="x".join(map(str, plan.shape)), ports=str(P))
     ranks = tuple(int(x) for x in g)
-    if plan.trees:
+    if plan.sends is not None:
         if kind not in ("allreduce", "allgather", "reduce_scatter") or variant != "bandwidth":
             raise ValueError("a tree plan builds the bandwidth-optimal allreduce, "
                              "reduce-scatter and allgather only")
-        sends = [tree_sends(plan.peers[j]) for j in range(P)]
         K = plan.q * P if kind == "allreduce" else P
         b = ScheduleBuilder(Collective(kind, ranks, K))
         for ph in {"allreduce": ("rs", "ag"), "allgather": ("ag",),
                    "reduce_scatter": ("rs",)}[kind]:
-            _tree_exchange(b, plan, ph, sends)
+            _tree_exchange(b, plan, ph, plan.sends)
         return b.build(name=name, meta=meta)
     if not plan.folds and kind in ("allreduce", "allgather", "reduce_scatter") and \
             variant == "bandwidth" and L:
