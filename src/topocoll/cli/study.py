@@ -402,9 +402,17 @@ def _topoopt_prototype(output: Path, as_json: bool) -> None:
     out.print(f"written: {path}", highlight=False)
 
 
-def _dlcp_regime(output: Path, as_json: bool) -> None:
+def _counted(label: str, total: int, as_json: bool, run):
+    """``run(progress)`` under a progress bar of ``total`` ticks (none with ``--json``);
+    each ``progress(message)`` shows the message and advances one tick."""
     from rich.progress import Progress
 
+    with Progress(console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task(label, total=total)
+        return run(lambda m: (bar.update(task, description=m), bar.advance(task)))
+
+
+def _dlcp_regime(output: Path, as_json: bool) -> None:
     from ..procs import available_cores
     from ..studies.dlcp_regime import (
         REGIME_BUFFERS,
@@ -417,10 +425,8 @@ def _dlcp_regime(output: Path, as_json: bool) -> None:
 
     total = len(REGIME_BUFFERS) * len(REGIME_CLASSES) * len(REGIME_LOADS) * len(
         REGIME_PATTERNS)
-    with Progress(console=err, transient=True, disable=as_json) as bar:
-        task = bar.add_task("DLCP regime map", total=total)
-        res = run_regime(jobs=available_cores(), progress=lambda m: (
-            bar.update(task, description=m), bar.advance(task)))
+    res = _counted("DLCP regime map", total, as_json,
+                   lambda progress: run_regime(jobs=available_cores(), progress=progress))
     paths = write_regime(output, res)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
@@ -452,17 +458,13 @@ def _swing_even(output: Path, as_json: bool) -> None:
 
 
 def _dlcp_loop(output: Path, as_json: bool) -> None:
-    from rich.progress import Progress
-
     from ..studies.dlcp_loop import LOOP_CASES, run_loop, write_loop
 
     seeds = (0, 1, 2)
     epochs = 20
-    with Progress(console=err, transient=True, disable=as_json) as bar:
-        task = bar.add_task("DLCP in the training loop",
-                            total=len(LOOP_CASES) * len(seeds) * epochs)
-        res = run_loop(seeds=seeds, epochs=epochs, progress=lambda m: (
-            bar.update(task, description=m), bar.advance(task)))
+    res = _counted("DLCP in the training loop", len(LOOP_CASES) * len(seeds) * epochs,
+                   as_json, lambda progress: run_loop(seeds=seeds, epochs=epochs,
+                                                      progress=progress))
     paths = write_loop(output, res)
     if as_json:
         print_json({"written": [str(p) for p in paths], "summary": res["summary"]})
@@ -475,15 +477,12 @@ def _dlcp_loop(output: Path, as_json: bool) -> None:
 
 
 def _topoopt_flow(output: Path, as_json: bool) -> None:
-    from rich.progress import Progress
-
     from ..procs import available_cores
     from ..studies.topoopt_flow import FLOW_POINTS, run_flow_study, write_flow
 
-    with Progress(console=err, transient=True, disable=as_json) as bar:
-        task = bar.add_task("TopoOpt at flow level", total=len(FLOW_POINTS))
-        res = run_flow_study(jobs=available_cores(), progress=lambda m: (
-            bar.update(task, description=m), bar.advance(task)))
+    res = _counted("TopoOpt at flow level", len(FLOW_POINTS), as_json,
+                   lambda progress: run_flow_study(jobs=available_cores(),
+                                                   progress=progress))
     paths = write_flow(output, res)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
