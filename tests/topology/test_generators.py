@@ -20,6 +20,7 @@ from topocoll.topology import (
     from_edges,
     from_matrix,
     fully_connected,
+    hammingmesh,
     hypercube,
     leaf_spine,
     line,
@@ -73,6 +74,50 @@ def test_hypercube_is_isomorphic_to_networkx(d):
     assert t.describe()["rank_diameter_hops"] == d
     assert out_degrees(t) == Counter({d: 2**d})
     assert_ring_order(t)
+
+
+def _hammingmesh_graph(shape, board) -> nx.MultiGraph:
+    """HammingMesh from its definition, independently of the generator: a mesh on every
+    board; every line of ranks gets a switch that each board's first and last rank along
+    the line cable to."""
+    g = nx.MultiGraph()
+    coords = list(np.ndindex(*shape[::-1]))                 # last dimension slowest
+    g.add_nodes_from(("r", c[::-1]) for c in coords)
+    for k, b in enumerate(board):
+        for c in coords:
+            x = c[::-1]
+            line = ("s", k, x[:k] + x[k + 1:])
+            if x[k] % b + 1 < b:
+                g.add_edge(("r", x), ("r", x[:k] + (x[k] + 1,) + x[k + 1:]))
+            if x[k] % b == 0:
+                g.add_edge(("r", x), line)
+            if x[k] % b == b - 1:
+                g.add_edge(("r", x), line)
+    return g
+
+
+@pytest.mark.parametrize("shape,board", [((4, 4), 2), ((8, 4), (4, 2)), ((4, 6), (1, 3)),
+                                         ((4, 4, 4), 2)])
+def test_hammingmesh_matches_its_definition(shape, board):
+    t = hammingmesh(shape, board)
+    b = (board,) * len(shape) if isinstance(board, int) else board
+    n = math.prod(shape)
+    assert t.num_ranks == n and t.num_switches == sum(n // d for d in shape)
+    assert out_degrees(t)[2 * len(shape)] >= n   # every rank: two ports per dimension
+    assert all(np.bincount(t.link_src, minlength=t.num_nodes)[:n] == 2 * len(shape))
+    g = nx.MultiGraph()
+    g.add_nodes_from(range(t.num_nodes))
+    g.add_edges_from((lk.src, lk.dst) for lk in t.links if lk.src < lk.dst)
+    assert nx.is_isomorphic(g, _hammingmesh_graph(shape, b))
+    # per dimension: to the nearer board edge, through the line's switch, to the target
+    assert t.describe()["rank_diameter_hops"] == sum(2 * ((bb - 1) // 2) + 2 for bb in b)
+
+
+def test_hammingmesh_bad_input():
+    with pytest.raises(TopologyError, match="does not divide"):
+        hammingmesh((8, 8), 3)
+    with pytest.raises(TopologyError, match="board has 3 sizes"):
+        hammingmesh((8, 8), (2, 2, 2))
 
 
 @pytest.mark.parametrize("shape", [(3, 4), (4, 4), (3, 5), (2, 3, 4), (3, 3), (5, 2)])

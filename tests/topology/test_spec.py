@@ -15,6 +15,7 @@ from topocoll.topology import (
     dgx_h100,
     fat_tree,
     fully_connected,
+    hammingmesh,
     hypercube,
     leaf_spine,
     line,
@@ -45,6 +46,7 @@ EXAMPLES = {
     "torus": ("torus:8x8", lambda: torus((8, 8))),
     "mesh": ("mesh:4x4", lambda: mesh((4, 4))),
     "hypercube": ("hypercube:6", lambda: hypercube(6)),
+    "hammingmesh": ("hammingmesh:8x4,board=4x2", lambda: hammingmesh((8, 4), (4, 2))),
     "fattree": ("fattree:k=4", lambda: fat_tree(4)),
     "leafspine": ("leafspine:leaves=4,spines=2,hosts=8", lambda: leaf_spine(4, 2, 8)),
     "dgx": ("dgx:4", lambda: dgx(4)),
@@ -98,6 +100,8 @@ def test_every_name_parses_to_its_generator(name):
     ("ring: 6 , bw = 400Gbps , lat = 100ns", lambda: ring(6, bandwidth=50e9, latency=1e-7)),
     ("torus:4x4,bw=100GB/s,lat=2us", lambda: torus((4, 4), bandwidth=100e9, latency=2e-6)),
     ("star:4,switch_lat=300ns", lambda: star(4, switch_latency=3e-7)),
+    ("hxmesh:8x8,board=4,switch_lat=300ns", lambda: hammingmesh((8, 8), 4, switch_latency=3e-7)),
+    ("hammingmesh:4x4", lambda: hammingmesh((4, 4), 2)),
     ("fattree:k=4,oversub=2,switch_lat=300ns",
      lambda: fat_tree(4, oversubscription=2, switch_latency=3e-7)),
     ("leafspine:leaves=2,spines=2,hosts=4,uplink_bw=200Gbps",
@@ -155,6 +159,9 @@ def test_routing_option_applies_to_every_generator():
     ("hier:ring(four)", "option 'dims'"),
     ("fattree:k=3", "field 'k'"),
     ("circulant:8,jumps=1/7", "jump 7"),
+    ("hammingmesh:8x8,board=3", "field 'board'"),
+    ("hammingmesh:8x8,board=2x2x2", "field 'board'"),
+    ("hammingmesh:8x8,board=two", "option 'board'"),
 ])
 def test_errors_name_the_item(spec, item):
     with pytest.raises(TopologyError) as e:

@@ -9,6 +9,7 @@ from .generators import (
                          DEFAULT_LATENCY,
                          circulant,
                          fully_connected,
+                         hammingmesh,
                          hypercube,
                          line,
                          mesh,
@@ -32,7 +33,8 @@ from .totient import totient, totient_jumps
 
 __all__ = ["Link", "Dim", "Topology", "ROUTINGS", "DIM_KINDS",
            "ring", "line", "fully_connected", "star", "torus", "mesh", "hypercube",
-           "circulant", "random_regular", "fat_tree", "leaf_spine", "dgx", "dgx_a100",
+           "hammingmesh", "circulant", "random_regular", "fat_tree", "leaf_spine", "dgx",
+           "dgx_a100",
            "dgx_h100", "box_cluster", "Box", "BOXES", "find_box", "box_of", "from_matrix",
            "from_edges", "multi_dim",
            "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY",

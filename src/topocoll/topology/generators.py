@@ -31,6 +31,7 @@ from ._common import (
     check_rate,
     check_time,
     per_dim,
+    switch_latencies,
     units_in,
 )
 from .core import Dim, Link, Topology, check_size
@@ -38,7 +39,8 @@ from .explicit import from_edges, from_matrix
 from .fabrics import dgx, dgx_a100, dgx_h100, fat_tree, leaf_spine
 
 __all__ = ["ring", "line", "fully_connected", "star", "torus", "mesh", "hypercube",
-           "circulant", "random_regular", "fat_tree", "leaf_spine", "dgx", "dgx_a100",
+           "hammingmesh", "circulant", "random_regular", "fat_tree", "leaf_spine", "dgx",
+           "dgx_a100",
            "dgx_h100", "from_matrix", "from_edges", "DEFAULT_BANDWIDTH", "DEFAULT_LATENCY"]
 
 #: How many derived seeds :func:`random_regular` tries before giving up on connectivity.
@@ -289,6 +291,83 @@ def hypercube(dimension: int, *, bandwidth: float = DEFAULT_BANDWIDTH,
     d = check_count(dimension, "dimension", minimum=1)
     check_size(f"hypercube:{d}", 2 ** min(d, 64), d * 2 ** min(d, 64))
     return _grid((2,) * d, True, bandwidth, latency, name or f"hypercube:{d}", "ring")
+
+
+@units_in
+def hammingmesh(shape: Sequence[int], board: int | Sequence[int] = 2, *,
+                bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
+                switch_latency: float = 0.0, name: str | None = None) -> Topology:
+    """Return a HammingMesh (Hoefler et al., SC'22): boards of ``board`` ranks per
+    dimension wired as a mesh, every line of ranks joined across boards by a switch.
+
+    A rank has two ports per dimension. Inside a board they join its neighbours; a port
+    on the board's edge (the ``-`` port of a board's first rank in that dimension, the
+    ``+`` port of its last) goes to the switch of its line: the ranks that differ only
+    in that coordinate. With ``board`` 2 and 4 this is the paper's Hx2Mesh and Hx4Mesh.
+    Each line's fat-tree is one non-blocking switch here (a full-bisection tree; its
+    forwarding is ``switch_latency``). Switches follow the ranks, dimension 0's lines
+    first.
+
+    ``dims`` describe the rank grid as torus-like rings (the last rank of a line reaches
+    the first through the switch), so torus algorithms (Swing, bucket) see the shape, as
+    the Swing paper runs them.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Ranks per dimension (each >= 2), dimension 0 fastest.
+    board : int or sequence of int
+        Board size per dimension; each divides its dimension's size.
+
+    Examples
+    --------
+    >>> t = hammingmesh((4, 4), 2)
+    >>> t.num_ranks, t.num_switches, len(t.links)
+    (16, 8, 96)
+    >>> t.path(1, 2)    # across a board edge: through row 0's switch
+    (1, 16, 2)
+    """
+    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):
+        raise InputTypeError(f"shape must be a sequence of integers, got "
+                             f"{type(shape).__name__} {shape!r}", item="shape")
+    shape = tuple(check_count(d, "shape: dimension size") for d in shape)
+    if not shape:
+        raise TopologyError("shape must have at least one dimension", item="field 'shape'")
+    boards = (board,) * len(shape) if isinstance(board, int) else tuple(board)
+    if len(boards) != len(shape):
+        raise TopologyError(f"board has {len(boards)} sizes for {len(shape)} dimensions",
+                            item="field 'board'")
+    for d, b in zip(shape, boards, strict=True):
+        check_count(b, "board: size", minimum=1)
+        if d % b:
+            raise TopologyError(f"board size {b} does not divide dimension size {d}",
+                                item="field 'board'")
+    n = math.prod(shape)
+    bw, lat = check_rate(bandwidth), check_time(latency, "latency")
+    nsw = sum(n // d for d in shape)
+    label = "x".join(map(str, shape))
+    check_size(f"hammingmesh:{label}", n + nsw, 4 * len(shape) * n)
+    links: list[Link] = []
+    stride, first_switch = 1, n
+    for k, (size, b) in enumerate(zip(shape, boards, strict=True)):
+        for r in range(n):
+            x = (r // stride) % size
+            sw = first_switch + r % stride + stride * (r // (stride * size))
+            u = x % b
+            if u + 1 < b:
+                links.append(Link(r, r + stride, bw, lat, k))
+            else:
+                cable(links, r, sw, bw, lat, k)
+            if u > 0:
+                links.append(Link(r, r - stride, bw, lat, k))
+            else:
+                cable(links, r, sw, bw, lat, k)
+        first_switch += n // size
+        stride *= size
+    bname = "x".join(map(str, boards)) if len(set(boards)) > 1 else str(boards[0])
+    return Topology(name or f"hammingmesh:{label},board={bname}", n, nsw, tuple(links),
+                    node_latency=switch_latencies(n, nsw, switch_latency),
+                    dims=tuple(Dim("ring", s, bw, lat) for s in shape))
 
 
 @units_in

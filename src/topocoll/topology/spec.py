@@ -71,6 +71,7 @@ from .fabrics import FABRICS, box_cluster, dgx, fat_tree, leaf_spine
 from .generators import (
     circulant,
     fully_connected,
+    hammingmesh,
     hypercube,
     line,
     mesh,
@@ -310,6 +311,12 @@ _GENERATORS: dict[str, _Gen] = {
                  "mesh:AxBx...", ("shape",)),
     "hypercube": _Gen(lambda o: hypercube(_need(o, "d"), bandwidth=_bw(o), latency=_lat(o)),
                       "hypercube:D", ("d",)),
+    "hammingmesh": _Gen(lambda o: hammingmesh(
+        _need(o, "shape"), o.get("board", (2,))[0] if len(o.get("board", (2,))) == 1
+        else o["board"], bandwidth=_bw(o), latency=_lat(o),
+        switch_latency=o.get("switch_lat", 0.0)),
+        "hammingmesh:AxB[,board=2|AxB][,switch_lat=T]", ("shape",),
+        {"board": _shape, **_SWITCH_LAT}),
     "fattree": _Gen(lambda o: fat_tree(_need(o, "k"), bandwidth=_bw(o), latency=_lat(o),
                                        oversubscription=o.get("oversub", 1.0),
                                        switch_latency=o.get("switch_lat", 0.0)),
@@ -382,14 +389,16 @@ _POSITIONAL_PARSERS = {"n": _int, "shape": _shape, "d": _int, "k": _int, "leaves
                        "spines": _int, "hosts": _int, "boxes": _int, "dims": _dims}
 _COMMON = {"bw": _rate, "lat": _time, "routing": _choice(*ROUTINGS), "fwd": _time}
 _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattree",
-            "fat-tree": "fattree", "leaf_spine": "leafspine", "leaf-spine": "leafspine",
+            "fat-tree": "fattree", "hxmesh": "hammingmesh", "leaf_spine": "leafspine",
+            "leaf-spine": "leafspine",
             "dgx_a100": "dgx-a100", "dgx_h100": "dgx-h100", "random_regular": "rrg",
             "multi_dim": "hier"}
 
 #: Generator names accepted by :func:`parse_spec` (further aliases: ``fat_tree``,
 #: ``leaf_spine``, ``random_regular``, ``multi_dim``, ...).
 GENERATOR_NAMES = ("ring", "uniring", "line", "fc", "fully_connected", "star", "torus", "mesh",
-                   "hypercube", "fattree", "leafspine", "dgx", "dgx-a100", "dgx-h100",
+                   "hypercube", "hammingmesh", "fattree", "leafspine", "dgx", "dgx-a100",
+                   "dgx-h100",
                    "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x", "tpu-v5p", "circulant",
                    "rrg", "hier", "totient")
 GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
@@ -418,6 +427,10 @@ def _estimate(key: str, o: dict[str, Any]) -> tuple[int, int]:
         shape = [max(1, x) for x in o.get("shape", (1,))]
         n = math.prod(shape)
         return n, 2 * len(shape) * n
+    if key == "hammingmesh":
+        shape = [max(1, x) for x in o.get("shape", (1,))]
+        n = math.prod(shape)
+        return n + sum(n // x for x in shape), 4 * len(shape) * n
     if key == "hypercube":
         d = min(g("d"), 64)
         return 2 ** d, d * 2 ** d
