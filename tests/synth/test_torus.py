@@ -142,3 +142,24 @@ def test_hamiltonian_rings_memory_floor_is_exact(kind):
     for shape in ("4x4", "4x8"):
         t = parse_spec(f"torus:{shape}")
         assert syn(t).chunk_ptr[-1] == syn.min_entries(t.num_ranks)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:6x6", "torus:5x3", "ring:7", "ring:12",
+                                  "hypercube:4", "hammingmesh:8x4", "hier:fc(4)xfc(4)"])
+def test_butterfly_and_bucket_memory_floors_hold(spec):
+    # the floors that refuse swing / mirrored recursive doubling / bucket on 128x128 up
+    # front (12.5 GiB; it used to run out of memory) never exceed a real schedule's count
+    from topocoll.selection import find_algorithm
+    from topocoll.topology import parse_spec
+
+    t = parse_spec(spec)
+    for name, kw in [("swing", {}), ("mirrored_recursive_doubling", {}), ("bucket", {}),
+                     ("mirrored_recursive_doubling", {"variant": "latency"})]:
+        syn = find_algorithm(name, "allreduce")
+        try:
+            s = syn(t, **kw)
+        except NotSupportedError:
+            continue
+        floor = syn.min_entries(t.num_ranks, kw)
+        assert s.chunk_ptr[-1] >= floor, (name, kw)
+        assert (floor > 0) == (kw.get("variant") != "latency"), (name, kw)

@@ -83,7 +83,10 @@ def _best_ring_applies(topology: Topology, group: tuple[int, ...]) -> str | None
 
 
 #: Allreduces that reduce-scatter and all-gather per-rank blocks (``2 N (N - 1)`` entries).
-_SPLIT_ALLREDUCE = frozenset({"ring", "bidirectional_ring", "direct"})
+_SPLIT_ALLREDUCE = frozenset({"ring", "bidirectional_ring", "direct", "bucket"})
+#: Bandwidth-optimal butterflies: per-rank blocks on the power-of-two core of ``q``
+#: ranks they fold onto where they fold (``2 q (q - 1)`` entries at least).
+_BUTTERFLY_ALLREDUCE = frozenset({"swing", "mirrored_recursive_doubling"})
 #: Bytes per (transfer, chunk) entry of a one-chunk transfer in the schedule's columns
 #: (source, destination, op, chunk pointer and id: a 4,096-rank ring allreduce's 33.5 M
 #: transfers take about 700 MB, i.e. ~21 B, plus the cost model's per-transfer arrays).
@@ -152,33 +155,48 @@ class Synthesizer:
         if reason:
             raise NotSupportedError(f"{self.name} {self.kind} does not apply to "
                                     f"{topology.name}: {reason}")
-        need = self.memory_estimate(len(group))
+        need = self.memory_estimate(len(group), options)
         if need > max_schedule_bytes():
             raise NotSupportedError(
                 f"{self.name} {self.kind} on {len(group):,} ranks moves at least "
-                f"{self.min_entries(len(group)):,} chunk blocks: about {need / 2**30:.1f} GiB "
+                f"{self.min_entries(len(group), options):,} chunk blocks: about "
+                f"{need / 2**30:.1f} GiB "
                 f"as a schedule, over the {max_schedule_bytes() / 2**30:.0f} GiB limit "
                 "(TOPOCOLL_MAX_SCHEDULE_BYTES raises it)")
         return self.func(topology, **options)
 
-    def min_entries(self, n: int) -> int:
+    def min_entries(self, n: int, options: Mapping[str, Any] | None = None) -> int:
         """Fewest (transfer, chunk) entries any schedule of this algorithm on ``n`` ranks
         holds: every rank's block passes to every other rank once for the gathers,
         scatters and all-to-alls (twice, reduce-scatter then all-gather, for the
         allreduces that split the buffer per rank; four times that on the four
-        Hamiltonian rings, whose quarter blocks each take every hop); 0 where no such
-        floor is known."""
+        Hamiltonian rings, whose quarter blocks each take every hop; on the ``q``-rank
+        power-of-two core for the bandwidth-optimal butterflies, which may fold the
+        rest onto it); 0 where no such floor is known (``options``: the call's, e.g. a
+        latency variant moves whole vectors).
+
+        Examples
+        --------
+        >>> find_synthesizer("swing", "allreduce").min_entries(16384)   # 128x128: refused
+        536838144
+        >>> find_synthesizer("swing", "allreduce").min_entries(24)      # folds onto 16
+        480
+        """
         if self.name == "hamiltonian_rings":       # four rings, one block per transfer
             return (8 if self.kind == "allreduce" else 4) * n * (n - 1)
         if self.kind in ("allgather", "reduce_scatter", "alltoall"):
             return n * (n - 1)
         if self.kind == "allreduce" and self.name in _SPLIT_ALLREDUCE:
             return 2 * n * (n - 1)
+        if (self.kind == "allreduce" and self.name in _BUTTERFLY_ALLREDUCE
+                and (options or {}).get("variant", "bandwidth") != "latency"):
+            q = 1 << (n.bit_length() - 1)
+            return 2 * q * (q - 1)
         return 0
 
-    def memory_estimate(self, n: int) -> float:
+    def memory_estimate(self, n: int, options: Mapping[str, Any] | None = None) -> float:
         """Bytes of the schedule's column arrays at :meth:`min_entries` (a floor)."""
-        return SCHEDULE_BYTES_PER_ENTRY * self.min_entries(n)
+        return SCHEDULE_BYTES_PER_ENTRY * self.min_entries(n, options)
 
     def options(self) -> dict[str, Any]:
         """The options ``func`` takes besides the topology, with their defaults."""
