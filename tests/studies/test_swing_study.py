@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -20,7 +21,7 @@ from topocoll.studies.swing import (
     study_topology,
     write_study,
 )
-from topocoll.synth import hamiltonian_rings_allreduce, swing_allreduce
+from topocoll.synth import hamiltonian_rings_allreduce, swing_allreduce, swing_latency_allreduce
 from topocoll.verification import verify
 
 
@@ -53,7 +54,8 @@ def test_hyperx_limits_injection_to_2d_ports():
     assert verify(s, t).ok
 
 
-@pytest.mark.parametrize("label", ["torus:4x4", "torus:8x4", "hyperx:4x4", "torus:4x4x2"])
+@pytest.mark.parametrize("label", ["torus:4x4", "torus:8x4", "hyperx:4x4", "torus:4x4x2",
+                                   "hx2mesh:8x8", "hx4mesh:8x4"])
 def test_small_study_is_verified_and_physical(label):
     setup = StudySetup()
     st = parse_study_topology(label)
@@ -95,6 +97,8 @@ def test_write_study_files(tmp_path):
 def test_parse_study_topology_errors():
     with pytest.raises(TopologyError, match="torus:8x8"):
         parse_study_topology("mesh:4x4")
+    with pytest.raises(TopologyError, match="hx3mesh:8x8"):
+        parse_study_topology("hx3mesh:8x8")     # 3 does not divide 8
     with pytest.raises(TopologyError):
         parse_study_topology("torus:1x4")
 
@@ -163,3 +167,41 @@ def test_even_sizes_study_small(tmp_path):
     assert text.count("| 6x4 |") == len(EVEN_TABLE_SIZES)
     pj, pm = write_even(tmp_path, rows)
     assert json.loads(pj.read_text())[0]["shape"] == [6, 4] and pm.read_text() == text
+
+
+def test_hammingmesh_hops_explain_swing_at_32_bytes():
+    """On Hx2Mesh every rank has one switch port per dimension, so a cross-board peer is
+    two hops and an on-board one one hop. Swing's mirrored ports make each step's slowest
+    transfer two hops where recursive doubling's first step per dimension stays on the
+    board: 6 x 2 against 2 x 1 + 4 x 2 hops at 400 ns on 8x8 (the study's explanation)."""
+    setup = StudySetup(sizes=(32.0,))
+    st = parse_study_topology("hx2mesh:8x8")
+    topo = st.build(setup)
+    hops = topo.routes(np.array([[0, 1], [1, 2], [0, 2], [0, 7], [0, 8], [0, 9]])).hops
+    assert hops.tolist() == [1, 2, 2, 2, 1, 2]
+    res = study_topology(st, setup, algorithms=["swing", "recursive_doubling_latency"])
+    assert res.times["swing"][0] == pytest.approx(12 * 400e-9, rel=1e-3)
+    assert res.times["recursive_doubling_latency"][0] == pytest.approx(10 * 400e-9, rel=1e-3)
+    one_port = swing_latency_allreduce(topo, multiport=False)
+    t = dataclasses.replace(setup.model(), alpha=st.alpha(setup)).evaluate_sizes(
+        one_port, topo, [32.0])[0].time
+    assert t == pytest.approx(10 * 400e-9, rel=1e-3)
+
+
+def test_congestion_profile_separates_the_switch_lines_from_the_torus():
+    """The counters the study writes: bucket's congestion deficiency is ``(p - 1) / p``;
+    on a HammingMesh the line switches take away most of recursive doubling's congestion
+    (and so most of Swing's lead over it) where the torus keeps it."""
+    setup = StudySetup(sizes=(2.0**26,))
+    algs = ["swing", "mirrored_recursive_doubling", "bucket"]
+    xi = {}
+    for label in ("torus:16x16", "hx2mesh:16x16"):
+        res = study_topology(parse_study_topology(label), setup, algorithms=algs)
+        assert set(res.profile) == set(algs)
+        assert res.profile["bucket"]["xi"] == pytest.approx(255 / 256)
+        assert res.profile["swing"]["steps"] == 16
+        xi[label] = {a: res.profile[a]["xi"] for a in algs}
+    torus, hm = xi["torus:16x16"], xi["hx2mesh:16x16"]
+    assert hm["mirrored_recursive_doubling"] < torus["mirrored_recursive_doubling"] - 0.3
+    assert (hm["mirrored_recursive_doubling"] / hm["swing"]
+            < torus["mirrored_recursive_doubling"] / torus["swing"] - 0.2)

@@ -24,7 +24,8 @@ def study(name: Annotated[str, typer.Argument(
                                      "(default: docs/studies of a topocoll checkout, when "
                                      "run from its root).")] = None,
           topology: Annotated[list[str] | None, typer.Option(
-              "--topology", "-t", help="Restrict to torus:AxB... or hyperx:AxB; repeatable.")]
+              "--topology", "-t", help="Restrict to torus:AxB..., hyperx:AxB or hx2mesh:AxB "
+              "(HammingMesh, boards of 2x2; hx4mesh: 4x4); repeatable.")]
           = None,
           routing: Annotated[str, typer.Option(help="spray (even split over minimal paths) "
                                                "or shortest (dimension order).")] = "spray",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,13 +44,14 @@ from ..synth import (
     swing_latency_allreduce,
 )
 from ..synth.torus import hamiltonian_unsupported_reason
-from ..topology import Dim, Link, Topology, torus
+from ..topology import Dim, Link, Topology, hammingmesh, torus
 from ..verification import verify
 from ._common import write_tables
 
 __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
            "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
-           "hamiltonian_rings_time", "write_study", "render_markdown", "bandwidth_sweep",
+           "hamiltonian_rings_time", "PROFILED", "congestion_profile", "write_study",
+           "render_markdown", "bandwidth_sweep",
            "render_sweep", "SWEEP_GBPS", "EVEN_SHAPES", "EVEN_TABLE_SIZES", "even_sizes_study",
            "render_even", "write_even"]
 
@@ -81,14 +83,18 @@ class StudySetup:
 
 @dataclass(frozen=True)
 class StudyTopology:
-    """One topology of the study: ``kind`` is ``'torus'`` or ``'hyperx'``."""
+    """One topology of the study: ``kind`` is ``'torus'``, ``'hyperx'`` or
+    ``'hammingmesh'`` (boards of ``board`` ranks per dimension: the paper's Hx2Mesh and
+    Hx4Mesh)."""
 
     kind: str
     shape: tuple[int, ...]
+    board: int = 0
 
     @property
     def label(self) -> str:
-        return ("HyperX " if self.kind == "hyperx" else "torus ") + "x".join(map(str, self.shape))
+        prefix = {"hyperx": "HyperX ", "hammingmesh": f"Hx{self.board}Mesh "}
+        return prefix.get(self.kind, "torus ") + "x".join(map(str, self.shape))
 
     @property
     def ports(self) -> int:
@@ -101,16 +107,20 @@ class StudyTopology:
             t = torus(self.shape, bandwidth=setup.bandwidth, latency=setup.link_latency)
         elif self.kind == "hyperx":
             return hyperx_with_nics(self.shape, setup)
+        elif self.kind == "hammingmesh":
+            t = hammingmesh(self.shape, self.board, bandwidth=setup.bandwidth,
+                            latency=setup.link_latency)
         else:
             raise NotSupportedError(f"unknown study topology kind {self.kind!r}")
         return dataclasses.replace(t, node_latency=(setup.hop_latency,) * t.num_nodes,
                                    routing=setup.routing)
 
     def alpha(self, setup: StudySetup) -> float:
-        """Per-transfer overhead: one hop's processing on a torus (the node is the router
-        and the model charges intermediate nodes only); 0 on the HyperX, whose source and
-        destination routers are switches that the model already charges."""
-        return setup.hop_latency if self.kind == "torus" else 0.0
+        """Per-transfer overhead: one hop's processing on a torus or HammingMesh (the rank
+        is the router and the model charges intermediate nodes only); 0 on the HyperX,
+        whose source and destination routers are switches that the model already
+        charges."""
+        return 0.0 if self.kind == "hyperx" else setup.hop_latency
 
 
 def hyperx_with_nics(shape: Sequence[int], setup: StudySetup) -> Topology:
@@ -153,7 +163,8 @@ def hyperx_with_nics(shape: Sequence[int], setup: StudySetup) -> Topology:
 
 
 def parse_study_topology(text: str) -> StudyTopology:
-    """``'torus:8x8'`` or ``'hyperx:64x64'`` -> :class:`StudyTopology`.
+    """``'torus:8x8'``, ``'hyperx:64x64'`` or ``'hx2mesh:64x64'`` (HammingMesh with boards
+    of 2 x 2; ``hx4mesh``: 4 x 4) -> :class:`StudyTopology`.
 
     Raises
     ------
@@ -164,16 +175,23 @@ def parse_study_topology(text: str) -> StudyTopology:
     --------
     >>> parse_study_topology("torus:8x8x8").label
     'torus 8x8x8'
+    >>> parse_study_topology("hx4mesh:16x16").label
+    'Hx4Mesh 16x16'
     """
     kind, _, shape = text.strip().lower().partition(":")
     try:
         dims = tuple(int(x) for x in shape.split("x"))
     except ValueError:
         dims = ()
-    if kind not in ("torus", "hyperx") or not dims or min(dims) < 2:
-        raise TopologyError(f"study topology must look like torus:8x8 or hyperx:64x64, "
+    board = 0
+    if m := re.fullmatch(r"hx(\d+)mesh", kind):
+        kind, board = "hammingmesh", int(m.group(1))
+    if (kind not in ("torus", "hyperx", "hammingmesh") or not dims or min(dims) < 2
+            or (board and (board < 1 or any(d % board for d in dims)))):
+        raise TopologyError(f"study topology must look like torus:8x8, hyperx:64x64 or "
+                            f"hx2mesh:64x64 (the board size dividing every dimension), "
                             f"got {text!r}", item=f"topology '{text}'")
-    return StudyTopology(kind, dims)
+    return StudyTopology(kind, dims, board)
 
 
 TOPOLOGIES = (
@@ -182,6 +200,7 @@ TOPOLOGIES = (
     StudyTopology("torus", (64, 16)), StudyTopology("torus", (128, 8)),
     StudyTopology("torus", (256, 4)), StudyTopology("torus", (8, 8, 8)),
     StudyTopology("torus", (8, 8, 8, 8)), StudyTopology("hyperx", (64, 64)),
+    StudyTopology("hammingmesh", (64, 64), 2), StudyTopology("hammingmesh", (64, 64), 4),
 )
 
 #: name -> synthesizers whose best time per size is reported under that name (the paper
@@ -239,6 +258,9 @@ class TopologyResult:
     #: wall seconds of each synthesis and costing (for progress output; never written)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: per algorithm of :data:`PROFILED`, its bandwidth-optimal schedule's counters
+    #: (:func:`congestion_profile`)
+    profile: dict[str, dict] = field(default_factory=dict)
 
     def goodput(self, name: str) -> np.ndarray:
         """Vector bytes over time, in bits/s."""
@@ -257,7 +279,42 @@ class TopologyResult:
         return {"topology": self.topology.label, "sizes": list(self.sizes),
                 "times_s": {k: v.tolist() for k, v in self.times.items()},
                 "variant": self.variant, "verified": self.verified,
-                "notes": self.notes}
+                "notes": self.notes, "profile": self.profile}
+
+
+#: Algorithms whose bandwidth-optimal schedule :func:`study_topology` profiles.
+PROFILED = ("swing", "mirrored_recursive_doubling", "bucket")
+
+
+def congestion_profile(schedule: Schedule, topology: Topology, size: float, ports: int,
+                       alpha: float) -> dict:
+    """The counters that separate latency from congestion in the model's time: the
+    schedule's steps; ``xi``, its bandwidth term at ``size`` (per step the most loaded
+    link's bytes over its bandwidth, summed) over ``2 size / (ports B)`` = ``n / (D B)``
+    (the paper's congestion deficiency; bucket's is ``(p - 1) / p``); ``latency_s``, the
+    size-free part (per step ``alpha`` plus the longest route's latency, summed);
+    ``switch_bound_steps``, the steps whose most loaded link touches a switch.
+
+    Examples
+    --------
+    >>> from topocoll.synth import swing_allreduce
+    >>> st = StudyTopology("torus", (8, 8)); setup = StudySetup(); t = st.build(setup)
+    >>> round(congestion_profile(swing_allreduce(t), t, 2.0**26, 4, 3e-7)["xi"], 3)  # the paper's
+    1.078
+    """
+    from ..cost.kernel import step_loads
+
+    load, lat = step_loads(schedule, topology, size)
+    busy = load / topology.link_bandwidth
+    used = np.diff(schedule.step_ptr) > 0
+    peak = busy.max(axis=1)
+    p = topology.num_ranks
+    ideal = 2 * size / (ports * float(topology.link_bandwidth.min()))
+    hot = busy.argmax(axis=1)
+    at_switch = ((topology.link_src[hot] >= p) | (topology.link_dst[hot] >= p)) & used
+    return {"steps": int(used.sum()), "xi": float(peak[used].sum() / ideal),
+            "latency_s": float(np.sum(alpha + lat[used])),
+            "switch_bound_steps": int(at_switch.sum())}
 
 
 def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
@@ -317,6 +374,9 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
                 ok.append(verify(s, topo, collect=True).ok)
             t = np.array([r.time for r in model.evaluate_sizes(s, topo, setup.sizes)])
             label = s.meta.get("variant", s.name)
+            if name in PROFILED and fn is ALGORITHMS[name][0]:
+                res.profile[name] = congestion_profile(s, topo, setup.sizes[-1], st.ports,
+                                                       model.alpha)
             if best is None:
                 best, which = t, [label] * len(t)
             else:
@@ -449,6 +509,14 @@ def render_markdown(results: Sequence[TopologyResult], setup: StudySetup,
             out.append(f"| {name} | {_fmt_time(t[0])} | {res.verified[name]} |")
         for note in res.notes:
             out.append(f"\n- {note}")
+        if res.profile:
+            out += ["", f"Counters of the bandwidth-optimal schedules at "
+                    f"{_fmt_size(res.sizes[-1])} (`congestion_profile`):", "",
+                    "| algorithm | steps | congestion deficiency xi | latency part | "
+                    "steps bound at a switch port |", "|---|---|---|---|---|"]
+            for name, pr in res.profile.items():
+                out.append(f"| {name} | {pr['steps']} | {pr['xi']:.3f} | "
+                           f"{_fmt_time(pr['latency_s'])} | {pr['switch_bound_steps']} |")
         extra = "bucket_direct" in res.times
         out += ["", "| size | swing | swing variant | best other | its time | speedup |"
                 + (" speedup over the paper's baselines |" if extra else ""),
