@@ -132,6 +132,21 @@ def test_early_stop_reports_a_certified_gap():
     assert exact.value == pytest.approx(64 * 50e9 / 30, rel=1e-9)
 
 
+def test_work_cap_stops_like_the_iteration_cap_and_certifies_its_gap():
+    # counted work (arcs x trees per master solve), not seconds: the same stop anywhere
+    t = parse_spec("random:12,seed=3")
+    exact = tree_allreduce_lp(t)
+    capped = tree_allreduce_lp(t, work=50_000)
+    assert exact.optimal and not capped.optimal
+    assert capped.iterations < exact.iterations
+    assert capped.value <= exact.value * (1 + 1e-9) <= capped.upper * (1 + 2e-9)
+    again = tree_allreduce_lp(t, work=50_000)
+    assert (again.iterations, again.value) == (capped.iterations, capped.value)
+    s = free_partition_allreduce(t, batches=2, work=50_000)
+    assert s.meta["lp_optimal"] == "False" and float(s.meta["lp_gap"]) > 0
+    assert verify(s, t).ok
+
+
 def test_prim_handles_zero_costs_and_rejects_disconnection():
     assert len(prim_tree(np.zeros((4, 4)))) == 3
     c = np.full((3, 3), np.inf)

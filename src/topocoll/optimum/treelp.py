@@ -270,7 +270,8 @@ class _Master:
 
 def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
                       max_iterations: int = MAX_ITERATIONS, per_round: int = 32,
-                      stabilize: float = 0.5, use_cut: bool = True) -> TreeLP:
+                      stabilize: float = 0.5, use_cut: bool = True,
+                      work: int | None = None) -> TreeLP:
     """The optimal overlapped tree allreduce rate ``X`` and its trees (column generation).
 
     Parameters
@@ -294,6 +295,11 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
         (:func:`~topocoll.optimum.maxflow.separating_cut`, ``2(N-1)`` max-flows) and
         stop as soon as the master reaches it (common on heterogeneous graphs, where a
         slow worker's links are that cut).
+    work : int, optional
+        Cap on the master solves' counted work: each solve counts its arcs times its
+        columns (trees), summed over the solves; when the sum passes ``work`` the run
+        stops like ``max_iterations`` (the primal is feasible, ``upper`` certifies the
+        gap). None: no cap.
 
     Returns
     -------
@@ -344,15 +350,16 @@ def tree_allreduce_lp(topology: Topology, ranks: Sequence[int] | None = None, *,
         return len(new)
 
     take([t for _, t in pricer.batch(1.0 / cap, cap, per_round)])
-    it, optimal, upper, proof = 0, False, cut, ""
+    it, optimal, upper, proof, spent = 0, False, cut, "", 0
     center, center_bound = None, np.inf
     while True:
         x, y, value = master.solve()
         it += 1
+        spent += len(cap) * len(trees)
         if value >= cut * (1 - _TOL):
             optimal, proof = True, "cut"
             break
-        if it >= max_iterations:
+        if it >= max_iterations or (work is not None and spent > work):
             break
         if center is not None:
             # Wentges smoothing: price at a point between the best dual so far and the

@@ -39,7 +39,8 @@ from ..topology import Topology
 from ._common import DEFAULT_SIZE, require, resolve_group
 from .forest_rows import CHUNK_BUDGET, TRANSFER_BUDGET, Rows, bundle_bandwidth, choose_batches
 
-__all__ = ["free_partition_allreduce", "tree_lp", "quantize", "ROUNDING_TARGET", "LP_ROUNDS"]
+__all__ = ["free_partition_allreduce", "tree_lp", "quantize", "ROUNDING_TARGET", "LP_ROUNDS",
+           "LP_WORK"]
 
 #: Largest relative bandwidth loss accepted from rounding rates to chunk counts before a
 #: larger ``Q`` is tried.
@@ -50,12 +51,22 @@ FREE_BUDGET = 8 * TRANSFER_BUDGET
 #: Default cap on the column generation's master solves (work, not seconds); the
 #: certified gap is reported in ``meta`` if it is hit.
 LP_ROUNDS = MAX_ITERATIONS
+#: Default cap on the column generation's counted work (each master solve: arcs x
+#: trees; :func:`~topocoll.optimum.treelp.tree_allreduce_lp`), 1-3 us per unit on 2
+#: cores (more on larger LPs). Measured to optimality: 4.0e6 units for the largest LP of
+#: the test suite (16 ranks), 1.06e7 for ``hammingmesh:8x4`` (32 ranks, 14 s), 2.3e7
+#: for a dense ``random:16`` (22 s); ``hammingmesh:8x8`` (64 ranks) had not converged
+#: after 150 solves and 138 s (gap 1.40). Over the cap the feasible trees found so far
+#: are used and ``meta["lp_gap"]`` says how far from the optimum they may be.
+LP_WORK = 8_000_000
 
 
-def tree_lp(topology: Topology, group: tuple[int, ...], rounds: int = LP_ROUNDS) -> TreeLP:
+def tree_lp(topology: Topology, group: tuple[int, ...], rounds: int = LP_ROUNDS,
+            work: int | None = LP_WORK) -> TreeLP:
     """:func:`~topocoll.optimum.treelp.tree_allreduce_lp`, memoized on the topology."""
-    return topology.memo(("tree_allreduce_lp", group, rounds),
-                         lambda: tree_allreduce_lp(topology, group, max_iterations=rounds))
+    return topology.memo(("tree_allreduce_lp", group, rounds, work),
+                         lambda: tree_allreduce_lp(topology, group, max_iterations=rounds,
+                                                   work=work))
 
 
 def _usage(lp: TreeLP, topology: Topology):
@@ -229,7 +240,7 @@ def _emit(b: ScheduleBuilder, rows: Rows, ops: np.ndarray, group: np.ndarray,
 def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                              batches: int | None = None, size: float = DEFAULT_SIZE,
                              alpha: float = 0.0, budget: int = FREE_BUDGET,
-                             rounds: int = LP_ROUNDS) -> Schedule:
+                             rounds: int = LP_ROUNDS, work: int | None = LP_WORK) -> Schedule:
     """Return the overlapped tree allreduce at the LP optimum with free partition sizes.
 
     Parameters
@@ -244,8 +255,9 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
     size, alpha, budget
         As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget
         :data:`FREE_BUDGET`).
-    rounds : int
-        Cap on the column generation's master solves; if hit, ``meta["lp_gap"]`` is the
+    rounds, work : int
+        Caps on the column generation's master solves and on its counted work
+        (:data:`LP_WORK`; None: none); if one is hit, ``meta["lp_gap"]`` is the
         certified relative gap of the LP solution used.
 
     Notes
@@ -263,7 +275,7 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
     """
     group = resolve_group(topology, ranks)
     require(len(group) >= 2, "free_partition needs at least two ranks")
-    lp = tree_lp(topology, group, rounds)
+    lp = tree_lp(topology, group, rounds, work)
     bw = bundle_bandwidth(topology)
     usage = _usage(lp, topology)
     N = len(group)
