@@ -273,3 +273,20 @@ def test_the_readme_file_example_is_a_valid_topology(tmp_path):
     t = load_topology(tmp_path / "fabric.yaml")
     assert (t.name, t.num_ranks, t.num_switches, len(t.links)) == ("two-boxes", 4, 1, 12)
     assert t.node_latency[4] == 3e-7 and t.meta["groups"] == [[0, 1], [2, 3]]
+
+
+def test_hammingmesh_round_trips_with_its_dims(tmp_path):
+    # its ring dims join board edges through the line's switch, which the dims check
+    # accepts; a ring declared over ranks that share no link or switch is still refused
+    import dataclasses
+
+    from topocoll.topology import hammingmesh, line, star, torus
+    from topocoll.topology.io import check_dims_cabled
+
+    t = hammingmesh((8, 4), (4, 2))
+    path = save_topology(t, tmp_path / "hm.json")
+    u = load_topology_file(path)
+    assert u.links == t.links and u.dims == t.dims
+    check_dims_cabled(dataclasses.replace(star(4), dims=torus((4,)).dims))
+    with pytest.raises(TopologyError, match="no link joins rank 3 to rank 0"):
+        check_dims_cabled(dataclasses.replace(line(4), dims=torus((4,)).dims))

@@ -165,8 +165,10 @@ def topology_from_dict(data: Mapping[str, Any] | str, *, name: str = "topology")
 def check_dims_cabled(topology: Topology) -> None:
     """Refuse ``dims`` that the links do not form: a ``ring`` or ``line`` dimension needs a
     link each way between neighbours along it, ``fully_connected`` between every pair
-    (``switch`` dimensions are not checked). Declared dims drive dimension-order routing,
-    the hierarchical algorithms and the ASTRA-sim export, so a wrong one is silent nonsense.
+    (``switch`` dimensions are not checked); a pair joined both ways through one switch
+    counts as joined (a HammingMesh's board edges meet at their line's switch). Declared
+    dims drive dimension-order routing, the hierarchical algorithms and the ASTRA-sim
+    export (which checks the links exactly), so a wrong one is silent nonsense.
 
     >>> from topocoll.topology import line, torus
     >>> check_dims_cabled(torus((4,)))
@@ -180,6 +182,18 @@ def check_dims_cabled(topology: Topology) -> None:
     if not topology.dims:
         return
     pairs = {(lk.src, lk.dst) for lk in topology.links}
+    R = topology.num_ranks
+    up: dict[int, set[int]] = {}
+    down: dict[int, set[int]] = {}
+    for a, b in pairs:
+        if a < R <= b:
+            up.setdefault(a, set()).add(b)
+        elif b < R <= a:
+            down.setdefault(b, set()).add(a)
+
+    def joined(a: int, b: int) -> bool:
+        return (a, b) in pairs or bool(up.get(a, set()) & down.get(b, set()))
+
     stride = 1
     for i, d in enumerate(topology.dims):
         for r in range(topology.num_ranks):
@@ -195,7 +209,7 @@ def check_dims_cabled(topology: Topology) -> None:
                 others = []
             for y in others:
                 q = base + y * stride
-                if (r, q) not in pairs or (q, r) not in pairs:
+                if not joined(r, q) or not joined(q, r):
                     kind = d.kind.replace("_", " ")
                     raise TopologyError(f"dims: dimension {i} is a {kind} of {d.size}, but no "
                                         f"link joins rank {r} to rank {q} (neighbours along "
