@@ -87,12 +87,19 @@ def _feed(h, x: Any) -> None:
         raise TypeError(f"content_digest cannot hash a {type(x).__name__} ({x!r:.60})")
 
 
+#: Elements widened and hashed at a time (the digest is that of the whole array: SHA-256
+#: is streamed), so a 134 M-entry column is never copied whole at 64 bits.
+_BLOCK = 1 << 22
+
+
 def _feed_array(h, a: np.ndarray) -> None:
     if a.dtype.kind in "iub":
-        a, tag = np.ascontiguousarray(a, dtype="<i8"), b"AI"
+        wide, tag = "<i8", b"AI"
     elif a.dtype.kind == "f":
-        a, tag = np.ascontiguousarray(a, dtype="<f8"), b"AF"
+        wide, tag = "<f8", b"AF"
     else:
         raise TypeError(f"content_digest cannot hash an array of dtype {a.dtype}")
     h.update(tag + struct.pack("<Q", a.ndim) + struct.pack(f"<{a.ndim}Q", *a.shape))
-    h.update(a.tobytes())
+    flat = np.ravel(a, order="C")
+    for i in range(0, len(flat), _BLOCK):
+        h.update(memoryview(np.ascontiguousarray(flat[i:i + _BLOCK], dtype=wide)))

@@ -162,3 +162,17 @@ def test_writes_prune_once_per_fraction_of_the_limit(tmp_path, monkeypatch):
     calls.clear()
     c.put(c.key("ring", "allgather", {"n": 99}, ring(8)), ring_allgather(ring(16)))
     assert calls and len(list((tmp_path / "c").glob("*/*.npz"))) <= 2
+
+
+def test_schedules_over_the_entry_limit_are_not_stored(tmp_path, monkeypatch):
+    from topocoll.selection import cache as cache_mod
+
+    c = ScheduleCache(tmp_path)
+    t = torus((4, 4))
+    s = ring_allreduce(t)                   # 480 transfers of one chunk each
+    monkeypatch.setattr(cache_mod, "MAX_ENTRIES", len(s.chunks) - 1)
+    c.put("k1", s)
+    assert c.get("k1") is None
+    monkeypatch.setattr(cache_mod, "MAX_ENTRIES", len(s.chunks))
+    c.put("k2", s)
+    assert c.get("k2").fingerprint() == s.fingerprint()

@@ -34,7 +34,7 @@ from ..digest import content_digest
 from ..schedule import Schedule, load_schedule, save_schedule
 
 __all__ = ["ScheduleCache", "default_cache_dir", "package_digest", "MAX_BYTES",
-           "MAX_TRANSFERS", "PRUNE_FRACTION"]
+           "MAX_TRANSFERS", "MAX_ENTRIES", "PRUNE_FRACTION"]
 
 #: Default bound on the cache directory's size (bytes); least recently used files go
 #: first when it is passed.
@@ -48,6 +48,11 @@ _unpruned: dict[str, int] = {}
 #: Schedules with more transfers than this are not stored (they are cheap to
 #: re-synthesize relative to their size on disk).
 MAX_TRANSFERS = 5_000_000
+#: Nor schedules with more (transfer, chunk) entries than this: the 4,096-rank Swing
+#: allreduce has 393 k transfers but 134 M entries, and deflating the bandwidth-optimal
+#: butterflies of a 64x64 torus took 40 of a cold ``compare``'s 243 s (profiled) for
+#: files that synthesis rebuilds in about a second.
+MAX_ENTRIES = 16_000_000
 _SUFFIX = ".npz"
 
 
@@ -134,7 +139,7 @@ class ScheduleCache:
     def put(self, key: str, schedule: Schedule) -> None:
         """Store ``schedule`` under ``key`` (atomically; a full disk or a read-only
         directory only means it is not kept)."""
-        if schedule.num_transfers > MAX_TRANSFERS:
+        if schedule.num_transfers > MAX_TRANSFERS or len(schedule.chunks) > MAX_ENTRIES:
             return
         path = self._path(key)
         try:
