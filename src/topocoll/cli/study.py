@@ -151,8 +151,9 @@ def _swing_packet(output: Path, topology: list[str] | None, max_size: str | None
                              item="--max-size")
         setup = dataclasses.replace(setup, sizes=sizes)
     tops = [parse_study_topology(x) for x in topology] if topology else list(PACKET_TOPOLOGIES)
-    if any(st.kind != "torus" for st in tops):
-        raise InputError("the packet-level rows run on tori (torus:AxB...)", item="--topology")
+    if any(st.kind not in ("torus", "hammingmesh") for st in tops):
+        raise InputError("the packet-level rows run on tori (torus:AxB...) and HammingMesh "
+                         "(hx2mesh:AxB...)", item="--topology")
     js = output / "swing-packet.json"
     with Progress(console=err, transient=True, disable=as_json) as bar:
         task = bar.add_task("Swing at packet level", total=len(tops) * len(setup.sizes))

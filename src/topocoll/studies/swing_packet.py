@@ -5,10 +5,11 @@ The paper (De Sensi et al., NSDI 2024) simulated packets (SST, minimal adaptive 
 barriers and whose links share bandwidth evenly. Here the same schedules run through
 the project's packet engine (:class:`~topocoll.sim.PacketSim`, compiled): 4 KiB packets
 plus 64-byte headers, store-and-forward with 300 ns forwarding on every node and 100 ns
-links (the study's setup), a reliable windowed transport (no losses arise: torus nodes
-have host buffers), packets sprayed at random over the minimal paths (our stand-in for
-minimal adaptive routing), and no barriers (a transfer starts when the data it needs has
-arrived).
+links (the study's setup), a reliable windowed transport (no losses arise on tori:
+their nodes have host buffers; a HammingMesh's line switches have the engine's shared
+16 MiB buffers, and the rows count any retransmit), packets sprayed at random over the
+minimal paths (our stand-in for minimal adaptive routing), and no barriers (a transfer
+starts when the data it needs has arrived).
 
 Every variant of every algorithm of :data:`~.swing.ALGORITHMS` is simulated at a size
 when its alpha-beta time is within :data:`PACKET_MARGIN` of the best alpha-beta time on
@@ -109,7 +110,8 @@ def packet_study(st: StudyTopology, setup: StudySetup | None = None, *,
                  sizes: Sequence[float] | None = None, margin: float = PACKET_MARGIN,
                  mtu: int = 4096, progress: Callable[[str], None] | None = None,
                  row_done: Callable[[PacketRow], None] | None = None) -> list[PacketRow]:
-    """Swing against the paper's baselines at packet level on one torus, one row per size
+    """Swing against the paper's baselines at packet level on one torus (or HammingMesh),
+    one row per size
     (the setup's sizes by default); ``row_done`` is called after each row (to save
     partial results of a long run).
 
