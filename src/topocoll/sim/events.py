@@ -31,6 +31,8 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["EventQueue", "heap_push", "heap_pop", "new_heap"]
 
 
@@ -138,7 +140,8 @@ class EventQueue:
             If ``time`` is not finite or lies before :attr:`now`.
         """
         if not math.isfinite(time) or time < self.now:
-            raise ValueError(f"event time must be finite and >= now ({self.now}), got {time}")
+            raise InputError(f"event time must be finite and >= now ({self.now}), got {time}",
+                             item="time")
         if self._size == len(self._t):
             grow = [np.concatenate([a, np.empty_like(a)]) for a in (self._t, self._s, self._k)]
             self._t, self._s, self._k = grow

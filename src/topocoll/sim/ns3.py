@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..cost.base import CostModelBase, SimResult, check_inputs, check_model_options
-from ..errors import NotSupportedError
+from ..errors import InputError, NotSupportedError
 from ..optimum.bounds import lower_bound
 from .depends import dependency_groups
 from .flow import finish_step_times, transfer_routes
@@ -252,16 +252,17 @@ class Ns3Sim(CostModelBase):
     def __post_init__(self) -> None:
         object.__setattr__(self, "alpha", check_model_options(self.alpha, self.routing))
         if self.congestion_control not in CONGESTION_CONTROLS:
-            raise ValueError(f"congestion_control must be one of {CONGESTION_CONTROLS}, "
-                             f"got {self.congestion_control!r}")
+            raise InputError(f"congestion_control must be one of {CONGESTION_CONTROLS}, "
+                             f"got {self.congestion_control!r}", item="congestion_control")
         if not self.del_ack_timeout > 0:
-            raise ValueError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}")
+            raise InputError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}",
+                             item="del_ack_timeout")
         for k in ("segment_bytes", "queue_packets", "init_cwnd", "del_ack_count", "seed",
                   "rng_run"):
             if not (isinstance(getattr(self, k), int) and getattr(self, k) > 0):
-                raise ValueError(f"{k} must be a positive int, got {getattr(self, k)!r}")
+                raise InputError(f"{k} must be a positive int, got {getattr(self, k)!r}", item=k)
         if not self.min_rto > 0:
-            raise ValueError(f"min_rto must be > 0, got {self.min_rto!r}")
+            raise InputError(f"min_rto must be > 0, got {self.min_rto!r}", item="min_rto")
 
     def evaluate(self, schedule: Schedule, topology: Topology,
                  message_bytes: float) -> SimResult:

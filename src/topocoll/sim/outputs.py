@@ -41,6 +41,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["link_utilization", "trace_events", "write_trace", "plot_utilization",
            "write_utilization_csv", "busiest_links"]
 
@@ -101,7 +103,7 @@ def link_utilization(run, bins: int = 100, end: float | None = None
         If ``bins < 1``.
     """
     if bins < 1:
-        raise ValueError(f"bins must be >= 1, got {bins}")
+        raise InputError(f"bins must be >= 1, got {bins}", item="bins")
     if end is None:
         end = run.result.time
         if hasattr(run, "link_bytes"):  # cover every recorded statistics bin

@@ -86,7 +86,7 @@ class PacketRun:
 def _classes(values, name: str) -> np.ndarray:
     a = np.broadcast_to(np.asarray(values, dtype=np.float64), (NUM_CLASSES,)).copy()
     if np.any(a < 0) or np.any(np.isnan(a)):
-        raise ValueError(f"{name} must be >= 0 per class, got {values!r}")
+        raise InputError(f"{name} must be >= 0 per class, got {values!r}", item=name)
     return a
 
 
@@ -245,24 +245,27 @@ class PacketSim(CostModelBase):
             if v is None and name == "ack_priority":
                 continue
             if not (isinstance(v, int) and 0 <= v < NUM_CLASSES):
-                raise ValueError(f"{name} must be an int in 0..7, got {v!r}")
+                raise InputError(f"{name} must be an int in 0..7, got {v!r}", item=name)
         for name in ("rto", "buffer_bytes"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+                raise InputError(f"{name} must be > 0, got {getattr(self, name)!r}", item=name)
         if not (isinstance(self.dupthresh, int) and self.dupthresh >= 1):
-            raise ValueError(f"dupthresh must be an int >= 1, got {self.dupthresh!r}")
+            raise InputError(f"dupthresh must be an int >= 1, got {self.dupthresh!r}",
+                             item="dupthresh")
         if not 0 < self.slow_start_gain <= 1:
-            raise ValueError(f"slow_start_gain must be in (0, 1], got "
-                             f"{self.slow_start_gain!r}")
+            raise InputError(f"slow_start_gain must be in (0, 1], got "
+                             f"{self.slow_start_gain!r}", item="slow_start_gain")
         if not (isinstance(self.del_ack, int) and self.del_ack >= 1):
-            raise ValueError(f"del_ack must be an int >= 1, got {self.del_ack!r}")
+            raise InputError(f"del_ack must be an int >= 1, got {self.del_ack!r}",
+                             item="del_ack")
         if not self.del_ack_timeout > 0:
-            raise ValueError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}")
+            raise InputError(f"del_ack_timeout must be > 0, got {self.del_ack_timeout!r}",
+                             item="del_ack_timeout")
         if self.rto_granularity is not None and not self.rto_granularity >= 0:
-            raise ValueError(f"rto_granularity must be None or >= 0, got "
-                             f"{self.rto_granularity!r}")
+            raise InputError(f"rto_granularity must be None or >= 0, got "
+                             f"{self.rto_granularity!r}", item="rto_granularity")
         if not 0 < self.dctcp_g <= 1:
-            raise ValueError(f"dctcp_g must be in (0, 1], got {self.dctcp_g!r}")
+            raise InputError(f"dctcp_g must be in (0, 1], got {self.dctcp_g!r}", item="dctcp_g")
         _classes(self.drop_bytes, "drop_bytes")
         _classes(self.ecn_bytes, "ecn_bytes")
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import NotSupportedError
+from ..errors import InputError, NotSupportedError
 
 __all__ = ["BackgroundTraffic", "poisson_traffic", "FLOW_SIZE_CDFS", "mean_flow_size"]
 
@@ -122,9 +122,9 @@ def poisson_traffic(topology, load: float, duration: float, *,
         For an unknown distribution or a topology with fewer than two ranks.
     """
     if not 0 < load <= 1:
-        raise ValueError(f"load must be in (0, 1], got {load!r}")
+        raise InputError(f"load must be in (0, 1], got {load!r}", item="load")
     if not duration > 0:
-        raise ValueError(f"duration must be > 0, got {duration!r}")
+        raise InputError(f"duration must be > 0, got {duration!r}", item="duration")
     n = topology.num_ranks
     if n < 2:
         raise NotSupportedError("background traffic needs at least two ranks")
