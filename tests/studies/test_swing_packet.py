@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from topocoll.studies.swing import StudyTopology
+from topocoll.studies.swing import StudyTopology, parse_study_topology
 from topocoll.studies.swing_packet import (
     PACKET_MARGIN,
     PacketRow,
@@ -73,3 +73,13 @@ def test_cli_rows_up_to_a_size(tmp_path):
     doc = json.loads((tmp_path / "swing-packet.json").read_text())
     assert [row["size"] for row in doc["torus 2x4"]] == [2.0 ** k for k in range(5, 13)]
     assert "### torus 2x4" in (tmp_path / "swing-packet.md").read_text()
+
+
+def test_hammingmesh_rows_at_packet_level_match_the_model_and_drop_nothing():
+    # the line switches' shared buffers hold every burst at these sizes, and at 32 B
+    # the packet engine charges the model's hops (Swing 0.83x of recursive doubling)
+    rows = packet_study(parse_study_topology("hx2mesh:8x8"), sizes=[32.0, 2.0 ** 20])
+    assert all(run["retransmits"] == 0 for r in rows for run in r.runs)
+    assert rows[0].speedup_packet == pytest.approx(rows[0].speedup_ab, rel=0.01)
+    assert rows[0].speedup_packet == pytest.approx(10 / 12, rel=0.01)
+    assert rows[1].speedup_packet > 1.0
