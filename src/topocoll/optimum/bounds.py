@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NotSupportedError, TopologyError
+from ..errors import InputError, NotSupportedError, TopologyError
 from ..numeric import matmul
 
 if TYPE_CHECKING:
@@ -1012,8 +1012,8 @@ def lower_bound(collective: Collective, topology: Topology, message_bytes: float
         raise TypeError(f"topology must be a Topology, got {type(topology).__name__}")
     if isinstance(message_bytes, bool) or not isinstance(message_bytes, int | float) or \
             not math.isfinite(message_bytes) or message_bytes < 0:
-        raise ValueError(f"size (message_bytes) must be a finite number of bytes >= 0, got "
-                         f"{message_bytes!r}")
+        raise InputError(f"size (message_bytes) must be a finite number of bytes >= 0, got "
+                         f"{message_bytes!r}", item="message_bytes")
     if method not in (*CUT_METHODS, "best"):
         raise NotSupportedError(f"method must be one of best, {', '.join(CUT_METHODS)}, got "
                                 f"{method!r}")

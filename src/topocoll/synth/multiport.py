@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..collective import Collective
+from ..errors import InputError
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..schedule.transforms import reverse
 from ..topology import Topology
@@ -562,7 +563,7 @@ def butterfly_schedule(plan: Plan, kind: str, *, variant: str = "bandwidth",
             return bc
         return reverse(bc, Collective("reduce", bc.collective.ranks, P,
                                       root=bc.collective.root), name=name, meta=bc.meta)
-    raise ValueError(f"unknown collective kind {kind!r}")
+    raise InputError(f"unknown collective kind {kind!r}", item="kind")
 
 
 def _broadcast(plan: Plan, root: int | None, name: str, meta: dict) -> Schedule:
