@@ -164,7 +164,8 @@ def test_even_sizes_study_small(tmp_path):
     assert all(o == min(v[i] for k, v in r["times_s"].items() if k != "swing")
                for i, o in enumerate(r["best_other_s"]))
     text = render_even(rows)
-    assert text.count("| 6x4 |") == len(EVEN_TABLE_SIZES)
+    assert text.count("| 6x4 |") == len(EVEN_TABLE_SIZES) + 1   # + its counters' row
+    assert "| 6x4 | 10 |" in text
     pj, pm = write_even(tmp_path, rows)
     assert json.loads(pj.read_text())[0]["shape"] == [6, 4] and pm.read_text() == text
 
@@ -188,6 +189,19 @@ def test_hammingmesh_hops_explain_swing_at_32_bytes():
     assert t == pytest.approx(10 * 400e-9, rel=1e-3)
 
 
+def test_even_torus_pays_congestion_not_uneven_steps():
+    # 6x6: the unfolded trees' steps carry 12, 8, 8, 4, 2, 1 blocks, yet the busiest rank
+    # of each step sums to (p - 1) / p: the excess over n / (D B) is the links'
+    from topocoll.studies.swing import congestion_profile
+
+    setup = StudySetup()
+    st = StudyTopology("torus", (6, 6))
+    t = st.build(setup)
+    pr = congestion_profile(swing_allreduce(t), t, 2.0**27, st.ports, 0.0)
+    assert pr["injection_xi"] == pytest.approx(35 / 36)
+    assert pr["xi"] / pr["injection_xi"] == pytest.approx(1.171, abs=1e-3)
+
+
 def test_congestion_profile_separates_the_switch_lines_from_the_torus():
     """The counters the study writes: bucket's congestion deficiency is ``(p - 1) / p``;
     on a HammingMesh the line switches take away most of recursive doubling's congestion
@@ -200,6 +214,8 @@ def test_congestion_profile_separates_the_switch_lines_from_the_torus():
         assert set(res.profile) == set(algs)
         assert res.profile["bucket"]["xi"] == pytest.approx(255 / 256)
         assert res.profile["swing"]["steps"] == 16
+        # every rank sends (p - 1) / p of the vector over its 4 ports, evenly per step
+        assert res.profile["swing"]["injection_xi"] == pytest.approx(255 / 256)
         xi[label] = {a: res.profile[a]["xi"] for a in algs}
     torus, hm = xi["torus:16x16"], xi["hx2mesh:16x16"]
     assert hm["mirrored_recursive_doubling"] < torus["mirrored_recursive_doubling"] - 0.3
