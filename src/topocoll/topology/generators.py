@@ -317,7 +317,8 @@ def hammingmesh(shape: Sequence[int], board: int | Sequence[int] = 2, *,
     shape : sequence of int
         Ranks per dimension (each >= 2), dimension 0 fastest.
     board : int or sequence of int
-        Board size per dimension; each divides its dimension's size.
+        Board size per dimension (one value: every dimension); each divides its
+        dimension's size.
 
     Examples
     --------
@@ -333,7 +334,9 @@ def hammingmesh(shape: Sequence[int], board: int | Sequence[int] = 2, *,
     shape = tuple(check_count(d, "shape: dimension size") for d in shape)
     if not shape:
         raise TopologyError("shape must have at least one dimension", item="field 'shape'")
-    boards = (board,) * len(shape) if isinstance(board, int) else tuple(board)
+    boards = (board,) if isinstance(board, int) else tuple(board)
+    if len(boards) == 1:
+        boards *= len(shape)
     if len(boards) != len(shape):
         raise TopologyError(f"board has {len(boards)} sizes for {len(shape)} dimensions",
                             item="field 'board'")

@@ -312,8 +312,7 @@ _GENERATORS: dict[str, _Gen] = {
     "hypercube": _Gen(lambda o: hypercube(_need(o, "d"), bandwidth=_bw(o), latency=_lat(o)),
                       "hypercube:D", ("d",)),
     "hammingmesh": _Gen(lambda o: hammingmesh(
-        _need(o, "shape"), o.get("board", (2,))[0] if len(o.get("board", (2,))) == 1
-        else o["board"], bandwidth=_bw(o), latency=_lat(o),
+        _need(o, "shape"), o.get("board", 2), bandwidth=_bw(o), latency=_lat(o),
         switch_latency=o.get("switch_lat", 0.0)),
         "hammingmesh:AxB[,board=2|AxB][,switch_lat=T]", ("shape",),
         {"board": _shape, **_SWITCH_LAT}),
