@@ -103,7 +103,7 @@ def test_hammingmesh_matches_its_definition(shape, board):
     b = (board,) * len(shape) if isinstance(board, int) else board
     n = math.prod(shape)
     assert t.num_ranks == n and t.num_switches == sum(n // d for d in shape)
-    assert out_degrees(t)[2 * len(shape)] >= n   # every rank: two ports per dimension
+    # every rank: two ports per dimension
     assert all(np.bincount(t.link_src, minlength=t.num_nodes)[:n] == 2 * len(shape))
     g = nx.MultiGraph()
     g.add_nodes_from(range(t.num_nodes))
