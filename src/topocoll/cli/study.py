@@ -15,8 +15,8 @@ __all__ = ["study"]
 @app.command()
 @handle_errors
 def study(name: Annotated[str, typer.Argument(
-              help="Study to run: swing, swing-even, swing-packet, adaptive, validation, "
-                   "libra, topoopt, topoopt-prototype (root: an emulated cluster), "
+              help="Study to run: swing, swing-even, swing-odd, swing-packet, adaptive, "
+                   "validation, libra, topoopt, topoopt-prototype (root: an emulated cluster), "
                    "topoopt-flow, dlcp, "
                    "dlcp-regime, dlcp-loop or design.")],
           output: Annotated[Path | None, typer.Option(
@@ -74,8 +74,8 @@ def study(name: Annotated[str, typer.Argument(
     if name == "swing-packet":
         _swing_packet(output, topology, max_size, as_json)
         return
-    if name == "swing-even":
-        _swing_even(output, as_json)
+    if name in ("swing-even", "swing-odd"):
+        _swing_sizes(name, output, as_json)
         return
     if name == "adaptive":
         _adaptive(output, as_json)
@@ -210,9 +210,9 @@ def _adaptive(output: Path, as_json: bool) -> None:
 
 
 #: The studies ``topocoll study`` regenerates.
-STUDIES = ("swing", "swing-even", "validation", "libra", "topoopt", "topoopt-prototype",
-           "topoopt-flow", "dlcp", "dlcp-regime", "dlcp-loop", "design", "swing-packet",
-           "adaptive")
+STUDIES = ("swing", "swing-even", "swing-odd", "validation", "libra", "topoopt",
+           "topoopt-prototype", "topoopt-flow", "dlcp", "dlcp-regime", "dlcp-loop", "design",
+           "swing-packet", "adaptive")
 
 
 def _output_dir(output: Path | None) -> Path:
@@ -440,13 +440,15 @@ def _dlcp_regime(output: Path, as_json: bool) -> None:
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 
-def _swing_even(output: Path, as_json: bool) -> None:
-    from ..studies.swing import even_sizes_study, write_even
+def _swing_sizes(name: str, output: Path, as_json: bool) -> None:
+    from ..studies.swing import EVEN_SHAPES, ODD_SHAPES, even_sizes_study, write_even
 
-    with busy("Swing on even tori", as_json) as bar:
-        rows = even_sizes_study(progress=lambda s: bar.update(bar.task_ids[0],
-                                                             description=s))
-    paths = write_even(output, rows)
+    odd = name == "swing-odd"
+    with busy(f"Swing on {'odd' if odd else 'even'} tori", as_json) as bar:
+        rows = even_sizes_study(shapes=ODD_SHAPES if odd else EVEN_SHAPES,
+                                progress=lambda s: bar.update(bar.task_ids[0],
+                                                              description=s))
+    paths = write_even(output, rows, name)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
         return

@@ -52,7 +52,8 @@ __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResul
            "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
            "hamiltonian_rings_time", "PROFILED", "congestion_profile", "write_study",
            "render_markdown", "bandwidth_sweep",
-           "render_sweep", "SWEEP_GBPS", "EVEN_SHAPES", "EVEN_TABLE_SIZES", "even_sizes_study",
+           "render_sweep", "SWEEP_GBPS", "EVEN_SHAPES", "ODD_SHAPES", "EVEN_TABLE_SIZES",
+           "even_sizes_study",
            "render_even", "write_even"]
 
 GBIT = 1e9 / 8
@@ -571,6 +572,9 @@ def write_study(out_dir: str | Path, results: Sequence[TopologyResult],
 
 #: Even tori whose sizes are not powers of two (the paper: "any shape and size").
 EVEN_SHAPES = ((6, 6), (10, 10), (12, 12), (24, 24), (12, 8), (6, 6, 6))
+#: Tori with odd sizes (the paper's odd-size procedure: the last coordinate of each odd
+#: dimension exchanges its blocks directly; ``synth.block_trees``).
+ODD_SHAPES = ((5, 5), (7, 7), (9, 9), (15, 15), (7, 6), (3, 3, 3))
 #: The sizes the even-size table shows.
 EVEN_TABLE_SIZES = (32.0, 32.0 * 1024, 2.0 * 2**20, 128.0 * 2**20)
 
@@ -578,10 +582,11 @@ EVEN_TABLE_SIZES = (32.0, 32.0 * 1024, 2.0 * 2**20, 128.0 * 2**20)
 def even_sizes_study(setup: StudySetup | None = None,
                      shapes: Sequence[tuple[int, ...]] = EVEN_SHAPES,
                      progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Swing on even tori that are not powers of two: every algorithm of the study (Swing
-    as the paper runs even sizes: unfolded, each block once on its tree), and Swing as it
-    ran before, folded per dimension onto the largest power of two (the better of its
-    folded bandwidth and latency variants). One record per shape: the sizes, per
+    """Swing on tori that are not powers of two (:data:`EVEN_SHAPES`, :data:`ODD_SHAPES`):
+    every algorithm of the study (Swing as the paper runs such sizes: unfolded, each block
+    once on its tree, the last coordinate of an odd dimension exchanging directly), and
+    Swing folded per dimension onto the largest power of two (the better of its folded
+    bandwidth and latency variants). One record per shape: the sizes, per
     algorithm times, ``swing_fold`` times, the best other algorithm per size, verified."""
     from ..synth.multiport import butterfly_schedule, make_plan
     from ..synth.swing import swing_peer
@@ -593,7 +598,7 @@ def even_sizes_study(setup: StudySetup | None = None,
         res = study_topology(st, setup, progress=progress)
         topo = st.build(setup)
         model = dataclasses.replace(setup.model(), alpha=st.alpha(setup))
-        plan = make_plan(topo, None, swing_peer, even=False)
+        plan = make_plan(topo, None, swing_peer)
         fold = np.minimum(*(
             np.array([r.time for r in model.evaluate_sizes(
                 butterfly_schedule(plan, "allreduce", variant=v, name="swing_fold"), topo,
@@ -605,11 +610,12 @@ def even_sizes_study(setup: StudySetup | None = None,
     return out
 
 
-def render_even(rows: Sequence[dict]) -> str:
-    """The even-size table as Markdown (``swing-even.md``)."""
-    out = ["<!-- written by `topocoll study swing-even`; do not edit -->", "",
+def render_even(rows: Sequence[dict], name: str = "swing-even") -> str:
+    """The table of :func:`even_sizes_study` as Markdown (``<name>.md``)."""
+    out = [f"<!-- written by `topocoll study {name}`; do not edit -->", "",
            "Allreduce time (us) and speedup of Swing over the best other algorithm; Swing "
-           "unfolded (each block once on its tree) and folded onto the largest power of two.",
+           "unfolded (each block once on its tree; on an odd dimension the last coordinate "
+           "exchanges directly) and folded onto the largest power of two.",
            "", "| torus | size | Swing | Swing folded | best other | speedup | speedup folded |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -634,6 +640,7 @@ def render_even(rows: Sequence[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_even(out_dir: str | Path, rows: Sequence[dict]) -> list[Path]:
-    """``swing-even.json`` and ``swing-even.md`` in ``out_dir``."""
-    return write_tables(out_dir, "swing-even", rows, render_even(rows))
+def write_even(out_dir: str | Path, rows: Sequence[dict],
+               name: str = "swing-even") -> list[Path]:
+    """``<name>.json`` and ``<name>.md`` in ``out_dir``."""
+    return write_tables(out_dir, name, rows, render_even(rows, name))

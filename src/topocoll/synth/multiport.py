@@ -16,7 +16,10 @@ coordinate ``x`` of a dimension of power-of-two size ``q`` is paired with at the
   ``R_s(v) = R_{s+1}(v) + R_{s+1}(peer_s(v))`` (disjoint for power-of-two sizes); in
   reduce-scatter step ``s`` rank ``v`` sends the peer's half ``R_{s+1}(peer_s(v))``; the
   allgather runs the steps backwards sending ``R_{s+1}(v)``.
-- **folding** for sizes that are not powers of two: dimension by dimension, coordinates
+- **block trees** for sizes that are not powers of two, where the rule allows
+  (``make_plan(unfolded=True)``, Swing): the whole shape, no fold, each block once on the
+  product of per-dimension trees (:mod:`~topocoll.synth.block_trees`).
+- **folding** for the other sizes that are not powers of two: dimension by dimension, coordinates
   ``x >= q = 2**floor(log2 d)`` hand their data to ``x - q`` (one step per folded
   dimension), the ``prod(q)`` core ranks run the power-of-two algorithm, and the data is
   handed back in reverse order. Cost: one extra step each way per folded dimension and
@@ -35,7 +38,6 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,9 +50,10 @@ from ..schedule import Op, Schedule, ScheduleBuilder
 from ..schedule.transforms import reverse
 from ..topology import Topology
 from ._common import require, resolve_group
+from .block_trees import core_size, product_sends
 
 __all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order", "logical_shape",
-           "port_dims", "tree_sends", "TREE_MAX_RANKS"]
+           "port_dims", "TREE_MAX_RANKS"]
 
 #: ``rule(x, q, sigma) -> peer coordinate`` for an array of coordinates ``x`` in ``0..q-1``.
 StepRule = Callable[[np.ndarray, int, int], np.ndarray]
@@ -78,28 +81,30 @@ class Plan:
     folds : list of (senders, receivers)
         Group positions of one fold step each, in fold order.
     sends : tuple or None
-        When the core is the whole (even, not power-of-two) shape: per port, the blocks
-        each rank sends at each reduce-scatter step, on the trees of :func:`tree_sends`
-        (instead of halving sets); None otherwise.
+        A *tree plan* (a shape that is not a power of two, unfolded): per port, the
+        reduce-scatter :class:`~topocoll.synth.block_trees.Transfers` of every step, on
+        the product of the dimensions' block trees (then ``peers`` is None, the core is
+        the whole shape); None otherwise.
     """
 
     group: np.ndarray
     shape: tuple[int, ...]
     core: tuple[int, ...]
     core_pos: np.ndarray
-    peers: np.ndarray
+    peers: np.ndarray | None
     dims_used: np.ndarray
     folds: list
     sends: tuple | None = None
 
     @property
     def num_ports(self) -> int:
-        return self.peers.shape[0]
+        return self.dims_used.shape[0]
 
     @property
     def num_steps(self) -> int:
-        """Core steps ``L = sum_k ceil(log2(core[k]))``."""
-        return self.peers.shape[1]
+        """Core steps ``L = sum_k ceil(log2(q_k))`` (``q_k``: ``core[k]``, or on a tree
+        plan :func:`~topocoll.synth.block_trees.core_size`)."""
+        return self.dims_used.shape[1]
 
     @property
     def p(self) -> int:
@@ -167,7 +172,7 @@ def port_dims(core: Sequence[int], port: int) -> list[tuple[int, int]]:
 
 
 def make_plan(topology: Topology, ranks: Sequence[int] | None, rule: StepRule, *,
-              multiport: bool = True, even: bool = False) -> Plan:
+              multiport: bool = True, unfolded: bool = False) -> Plan:
     """Resolve the group, its logical torus, the folds and every port's peer table.
 
     Parameters
@@ -178,20 +183,27 @@ def make_plan(topology: Topology, ranks: Sequence[int] | None, rule: StepRule, *
         The family's pairing rule (see the module docstring).
     multiport : bool
         ``2D`` instances (all ports of a torus node) if True, else one.
-    even : bool
-        When every dimension is even and one is not a power of two, run on the whole
-        shape without folding (``ceil(log2 d)`` steps per dimension, blocks on the trees
-        of :func:`tree_sends`), if every block's tree reaches every rank; the rule must
-        then be an involution without fixed points for even sizes too (Swing's is).
+    unfolded : bool
+        When a dimension is not a power of two, run on the whole shape without folding, as
+        De Sensi et al. do (:mod:`~topocoll.synth.block_trees`: even sizes pair every
+        coordinate for ``ceil(log2 d)`` steps, odd ones let the last coordinate exchange
+        directly), if every block's tree reaches every rank; the rule must then be an
+        involution without fixed points on even sizes too (Swing's is).
     """
     group = resolve_group(topology, ranks)
     shape = logical_shape(topology, group)
-    if even and all(d % 2 == 0 for d in shape) and any(d & (d - 1) for d in shape) \
-            and math.prod(shape) <= TREE_MAX_RANKS:
-        plan = _plan(group, shape, shape, rule, multiport)
-        sends = tuple(tree_sends(plan.peers[j]) for j in range(plan.num_ports))
+    if unfolded and any(d & (d - 1) for d in shape) and math.prod(shape) <= TREE_MAX_RANKS:
+        qs = tuple(core_size(d) for d in shape)
+        nports = 2 * len(shape) if multiport and math.prod(qs) > 1 else 1
+        orders = [port_dims(qs, j) for j in range(nports)]
+        sends = tuple(product_sends(shape, rule, orders[j], j >= len(shape))
+                      for j in range(nports))
         if all(x is not None for x in sends):
-            return dataclasses.replace(plan, sends=sends)
+            p = len(group)
+            return Plan(np.asarray(group, dtype=np.int64), shape, shape,
+                        np.arange(p, dtype=np.int64), None,
+                        np.array([[k for k, _ in o] for o in orders], dtype=np.int64)
+                        .reshape(nports, -1), [], sends)
     core = tuple(1 << (d.bit_length() - 1) for d in shape)
     return _plan(group, shape, core, rule, multiport)
 
@@ -230,68 +242,22 @@ def _plan(group, shape, core, rule, multiport) -> Plan:
                 folds)
 
 
-#: Largest group the block trees are built for (their tables grow as ranks squared);
-#: larger even shapes fold.
+#: Largest group run unfolded on block trees (the schedule grows as ranks squared, and the
+#: registry's memory floors count the power-of-two core); larger shapes fold.
 TREE_MAX_RANKS = 4096
 
 
-def tree_sends(peers: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
-    """The blocks each rank sends at each reduce-scatter step of one port, on a shape
-    whose sizes need not be powers of two (De Sensi et al.: for an even number of nodes
-    the schedule can be arranged so that no block is sent twice; ``algorithms.md`` §6.6).
-
-    Block ``b`` travels on a tree: broadcast from ``b`` over the steps ``L-1 .. 0``, a
-    rank that lacks ``b`` receives it at step ``s`` if its step-``s`` peer holds it (each
-    step is a matching, so from one sender at most). The reduce-scatter runs the trees
-    backwards: at step ``s`` a rank sends to its peer the partial sums of the blocks it
-    received from that peer in the broadcast, after its own subtree's arrived; the
-    allgather runs them forwards. Every rank contributes to every block exactly once and
-    sends ``Q - 1`` blocks in all (bandwidth-optimal volume). Returns, per step, a CSR
-    pair ``(ptr, blocks)`` over ranks, or None when some tree misses a rank.
-
-    Examples
-    --------
-    >>> from topocoll.synth.swing import swing_peer
-    >>> peers = np.array([swing_peer(np.arange(6), 6, s) for s in range(3)])
-    >>> sends = tree_sends(peers)               # blocks per rank at each step: 2, 2, 1
-    >>> [np.diff(p).tolist() for p, _ in sends][0], sum(int(np.diff(p)[0]) for p, _ in sends)
-    ([2, 2, 2, 2, 2, 2], 5)
-    """
-    L, Q = peers.shape
-    held = np.eye(Q, dtype=bool)                       # held[b, v]: v has block b
-    recv = [None] * L
-    for s in range(L - 1, -1, -1):
-        got = ~held & held[:, peers[s]]
-        held |= got
-        recv[s] = got
-    if not held.all():
-        return None
-    out = []
-    for s in range(L):
-        v, b = np.nonzero(recv[s].T)                    # by rank, then block
-        ptr = np.zeros(Q + 1, dtype=np.int64)
-        np.cumsum(np.bincount(v, minlength=Q), out=ptr[1:])
-        out.append((ptr, b.astype(np.int64)))
-    return out
-
-
-def _tree_exchange(b: ScheduleBuilder, plan: Plan, kind: str, sends: list) -> None:
-    """Append the reduce-scatter (``'rs'``) or allgather (``'ag'``) steps of a tree plan:
-    chunk ``block * P + port``; ranks with nothing to send at a step send nothing."""
-    g = plan.group[plan.core_pos]
+def _tree_exchange(b: ScheduleBuilder, plan: Plan, kind: str) -> None:
+    """Append the reduce-scatter (``'rs'``) or allgather (``'ag'``) steps of a tree plan
+    (:func:`~topocoll.synth.block_trees.product_sends`): chunk ``block * P + port``."""
+    g = plan.group
     L, P = plan.num_steps, plan.num_ports
     for s in (range(L) if kind == "rs" else range(L - 1, -1, -1)):
         b.new_step()
         for j in range(P):
-            pr = plan.peers[j, s]
-            ptr, blocks = sends[j][s]
-            if kind == "rs":
-                rows = [blocks[ptr[v]:ptr[v + 1]] for v in range(plan.q)]
-            else:                       # send the peer what it sent us in the reduce
-                rows = [blocks[ptr[u]:ptr[u + 1]] for u in pr]
-            keep = np.flatnonzero([len(r) for r in rows])
-            cptr, ids = _csr([rows[v] for v in keep])
-            b.add_many(g[keep], g[pr[keep]], (cptr, ids * P + j),
+            t = plan.sends[j][s]
+            src, dst = (t.src, t.dst) if kind == "rs" else (t.dst, t.src)
+            b.add_many(g[src], g[dst], (t.ptr, t.blocks * P + j),
                        Op.REDUCE if kind == "rs" else Op.COPY)
 
 
@@ -505,7 +471,7 @@ def butterfly_schedule(plan: Plan, kind: str, *, variant: str = "bandwidth",
         b = ScheduleBuilder(Collective(kind, ranks, K))
         for ph in {"allreduce": ("rs", "ag"), "allgather": ("ag",),
                    "reduce_scatter": ("rs",)}[kind]:
-            _tree_exchange(b, plan, ph, plan.sends)
+            _tree_exchange(b, plan, ph)
         return b.build(name=name, meta=meta)
     if not plan.folds and kind in ("allreduce", "allgather", "reduce_scatter") and \
             variant == "bandwidth" and L:

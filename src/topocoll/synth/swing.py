@@ -16,15 +16,16 @@ mirror-image allgather: ``2 L`` steps, ``2(p - 1)/p`` of the vector per rank) an
 *latency-optimal* (whole-vector exchange and sum at each of ``L`` steps). ``L = sum_k
 log2 d_k`` for power-of-two dimensions.
 
-Sizes that are not powers of two: when every dimension is even, the bandwidth-optimal
-collectives run on the whole shape as the paper does for even sizes (``ceil(log2 d)``
-steps per dimension, no extra step, every block sent once: each block travels on the
-tree that the Swing matchings give it, :func:`~topocoll.synth.multiport.tree_sends`,
-checked to reach every rank). The authors' negabinary block selection is not used: it
-loses contributions for some even sizes (26, 50, ...; ``../shared/reference/
-algorithms.md`` §6.6). Odd sizes (where the Swing pairing is no matching), the
-latency-optimal variant, broadcast and reduce fold per dimension onto the largest power
-of two (:mod:`topocoll.synth.multiport`), which is correct for every shape.
+Sizes that are not powers of two: the bandwidth-optimal collectives run on the whole
+shape as the paper does (:mod:`~topocoll.synth.block_trees`; ``ceil(log2 q)`` steps per
+dimension, no extra step, every block sent once on its tree). Even sizes pair every
+coordinate at every step; on an odd size ``d`` the first ``d - 1`` coordinates do, and
+the last exchanges its blocks directly with ``(d - 1)/2**(s+1)`` of them at step ``s``.
+The authors' negabinary block selection is not used: it loses contributions for some
+even sizes (26, 50, ...; ``../shared/reference/algorithms.md`` §6.6). The latency-optimal
+variant, broadcast and reduce, and groups over ``TREE_MAX_RANKS`` ranks, fold per
+dimension onto the largest power of two (:mod:`topocoll.synth.multiport`), which is
+correct for every shape.
 
 References
 ----------
@@ -80,8 +81,8 @@ def _rule(x: np.ndarray, q: int, sigma: int) -> np.ndarray:
 
 
 def _schedule(topology, ranks, kind, multiport, variant="bandwidth", root=None) -> Schedule:
-    even = variant == "bandwidth" and kind in ("allreduce", "reduce_scatter", "allgather")
-    plan = make_plan(topology, ranks, _rule, multiport=multiport, even=even)
+    unfolded = variant == "bandwidth" and kind in ("allreduce", "reduce_scatter", "allgather")
+    plan = make_plan(topology, ranks, _rule, multiport=multiport, unfolded=unfolded)
     name = "swing_latency" if variant == "latency" else "swing"
     return butterfly_schedule(plan, kind, variant=variant, root=root, name=name,
                               meta={"family": "swing"})
@@ -116,10 +117,10 @@ def swing_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     -----
     Power-of-two dimensions: ``2L`` steps, ``L = sum_k log2 d_k``; reduce-scatter step
     ``s`` moves ``1/2**(s+1)`` of each instance's data, so each rank sends
-    ``2(p - 1)/p * message_bytes``. Even sizes that are not powers of two: ``2L`` steps
-    with ``L = sum_k ceil(log2 d_k)``, the same bytes per rank (each block on its tree;
-    the steps are less even). Odd sizes: one extra step each way per dimension that is
-    not a power of two, where the folded ranks send their whole vector.
+    ``2(p - 1)/p * message_bytes``. Other sizes: ``2L`` steps with ``L = sum_k
+    ceil(log2 q_k)`` (``q_k = d_k``, or ``d_k - 1`` when odd), the same bytes per rank
+    (each block on its tree; the steps are less even, and on odd sizes the last
+    coordinate's direct exchanges cross several hops).
 
     References
     ----------
