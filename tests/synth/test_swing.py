@@ -9,6 +9,7 @@ import pytest
 from topocoll.cost import AlphaBeta
 from topocoll.errors import NotSupportedError
 from topocoll.selection import ALGORITHMS
+from topocoll.synth.block_trees import core_size
 from topocoll.synth.multiport import make_plan, port_dims
 from topocoll.synth.swing import (
     _rule,
@@ -123,16 +124,21 @@ def test_sizes_not_powers_of_two_unfold_and_only_the_latency_variant_folds():
     assert swing_latency_allreduce(ring(13)).num_steps == 3 + 2
 
 
-@pytest.mark.parametrize("shape", [(6,), (12,), (26,), (50,), (52,), (100,), (6, 6), (10, 6),
-                                   (12, 8), (6, 6, 6)], ids=lambda s: "x".join(map(str, s)))
-def test_even_sizes_run_unfolded_every_block_once(shape):
-    """Even sizes as the paper runs them: ``ceil(log2 d)`` steps per dimension, no fold,
-    each rank sends exactly the bandwidth-optimal ``2 (p - 1) / p`` of the vector, and the
-    schedule verifies (26, 50 and 52 are sizes where the authors' negabinary rule loses
+UNFOLDED = [(6,), (12,), (26,), (50,), (52,), (100,), (6, 6), (10, 6), (12, 8), (6, 6, 6),
+            (3,), (5,), (7,), (9,), (11,), (15,), (17,), (27,), (51,), (65,), (5, 5), (3, 7),
+            (7, 6), (9, 4), (6, 5), (3, 3, 3), (5, 3, 2), (7, 7, 3)]
+
+
+@pytest.mark.parametrize("shape", UNFOLDED, ids=lambda s: "x".join(map(str, s)))
+def test_sizes_not_powers_of_two_run_unfolded_every_block_once(shape):
+    """Sizes as the paper runs them: ``ceil(log2 q)`` steps per dimension (``q = d``, or
+    ``d - 1`` when odd: the last coordinate exchanges directly), no fold, each rank
+    sends exactly the bandwidth-optimal ``2 (p - 1) / p`` of the vector, and the schedule
+    verifies (26, 50 and 52 are sizes where the authors' negabinary rule loses
     contributions)."""
     t = torus(shape) if len(shape) > 1 else ring(shape[0])
     p = t.num_ranks
-    L = sum((d - 1).bit_length() for d in shape)
+    L = sum((core_size(d) - 1).bit_length() for d in shape)
     for mp in (True, False):
         s = swing_allreduce(t, multiport=mp)
         assert s.num_steps == 2 * L
