@@ -67,7 +67,7 @@ def run_timing(spec: str) -> dict:
 def _exact(spec: str):
     """Topology, 1 GiB and the exact AG/RS/AR bounds at that size."""
     from topocoll.collective import make_collective
-    from topocoll.optimum.bounds import cut_bound
+    from topocoll.optimum.cuts import cut_bound
 
     t = _topology(spec)
     M = 2.0**30

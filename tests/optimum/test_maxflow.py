@@ -9,7 +9,7 @@ import pytest
 
 from topocoll.collective import allgather, allreduce, broadcast, reduce, reduce_scatter
 from topocoll.errors import NotSupportedError, TopologyError
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.optimum.maxflow import (
     allgather_optimum,
     broadcast_optimum,

@@ -10,7 +10,7 @@ from _brute import brute_timed_tree
 
 from topocoll.collective import make_collective
 from topocoll.cost import AlphaBeta
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.optimum.timedbound import (
     barrier_lower_bound,
     cheapest_timed_tree,

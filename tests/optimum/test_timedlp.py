@@ -110,7 +110,7 @@ def test_mi250_two_boxes_charges_latency_in_the_lp():
     s = find_algorithm("optimal", "allgather")(t, pipeline="timed")
     assert verify(s, t).ok
     from topocoll.collective import make_collective
-    from topocoll.optimum.bounds import cut_bound
+    from topocoll.optimum.cuts import cut_bound
 
     ex = cut_bound(make_collective("allgather", tuple(range(16))), t, M, method="exact").time
     ratio = AlphaBeta(bound=False).evaluate(s, t, M).time / ex

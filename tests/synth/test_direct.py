@@ -139,7 +139,7 @@ def test_spread_meets_the_cut_bound_exactly_on_full_bisection_fabrics(make, args
     carries (p - 1) pieces' worth and no switch link more."""
     from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
-    from topocoll.optimum.bounds import cut_bound
+    from topocoll.optimum.cuts import cut_bound
 
     t = make(*args, latency=0.0)
     group = tuple(range(t.num_ranks))

@@ -10,7 +10,7 @@ import pytest
 from topocoll.collective import allgather, make_collective
 from topocoll.cost import AlphaBeta
 from topocoll.errors import NotSupportedError
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.optimum.maxflow import capacity_graph
 from topocoll.optimum.packing import broadcast_packing, optimal_packing
 from topocoll.selection import find_algorithm

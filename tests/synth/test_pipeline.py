@@ -10,7 +10,7 @@ import pytest
 
 from topocoll.collective import allgather, make_collective
 from topocoll.cost import AlphaBeta
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.optimum.packing import optimal_packing
 from topocoll.selection import find_algorithm
 from topocoll.synth.forest_rows import build_rows, loopless, quantum, row_entries, tree_rows

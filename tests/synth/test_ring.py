@@ -102,7 +102,7 @@ def test_halfway_moves_the_same_bytes_per_link_as_halves(p):
 def test_halfway_halves_the_latency_terms_on_a_long_ring():
     from topocoll.collective import make_collective
     from topocoll.cost import AlphaBeta
-    from topocoll.optimum.bounds import cut_bound
+    from topocoll.optimum.cuts import cut_bound
 
     t = ring(128)                                   # 50 GB/s, 1 us links
     M = 2.0**30

@@ -9,7 +9,7 @@ from _refcheck import assert_correct
 from topocoll.collective import make_collective
 from topocoll.cost import AlphaBeta
 from topocoll.errors import NotSupportedError
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.selection import find_algorithm
 from topocoll.synth.ring_cover import (
     hamiltonian_cover,

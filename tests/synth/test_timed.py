@@ -11,7 +11,7 @@ from _brute import brute_timed_tree
 from topocoll.collective import make_collective
 from topocoll.cost import AlphaBeta
 from topocoll.errors import NotSupportedError
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.optimum.packing import optimal_packing
 from topocoll.optimum.timedlp import timed_lp
 from topocoll.optimum.timedprice import Net, packing_seeds

@@ -10,7 +10,7 @@ from topocoll.collective import make_collective
 from topocoll.cost import AlphaBeta
 from topocoll.cost.kernel import model_time, step_loads
 from topocoll.errors import NotSupportedError, TopologyError
-from topocoll.optimum.bounds import cut_bound
+from topocoll.optimum.cuts import cut_bound
 from topocoll.selection import find_algorithm
 from topocoll.synth import (
     direct_allgather,

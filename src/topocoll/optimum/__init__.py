@@ -4,8 +4,10 @@ Between the network model (:mod:`topocoll.topology`) and the producers of schedu
 (:mod:`topocoll.synth`): facts about a collective on a fabric that hold for *every*
 schedule. Everything that reports "how far from optimal" asks :func:`lower_bound`.
 
-- :mod:`~.bounds`: latency, injection and cut bounds valid under the alpha-beta model;
-  :func:`lower_bound`, the one entry every consumer uses.
+- :mod:`~.bounds`: :func:`lower_bound`, the one entry every consumer uses: the best of
+  the latency (:mod:`~.latency`), injection (:mod:`~.injection`) and cut
+  (:mod:`~.cuts`) bounds valid under the alpha-beta model (their shared view of the
+  collective's sets: :mod:`~.bound_sets`).
 - :mod:`~.maxflow`: exact cut optima by max-flow (allgather / reduce-scatter ratio,
   broadcast rate, separating cuts).
 - :mod:`~.packing`: spanning-tree packings that attain the allgather optimum.
@@ -17,18 +19,17 @@ schedule. Everything that reports "how far from optimal" asks :func:`lower_bound
 """
 
 from .barrier import BARRIER_KINDS, BarrierFloor, barrier_floor
-from .bounds import (
+from .bounds import Bound, lower_bound
+from .cuts import (
     CUT_METHODS,
     EXACT_KINDS,
-    Bound,
     CutBound,
     candidate_cuts,
     concurrent_cut_bound,
     cut_bound,
-    injection_bound,
-    latency_bound,
-    lower_bound,
 )
+from .injection import injection_bound
+from .latency import latency_bound
 from .maxflow import CutOptimum, allgather_optimum, broadcast_optimum, separating_cut
 
 __all__ = ["Bound", "CutBound", "lower_bound", "latency_bound", "injection_bound",
