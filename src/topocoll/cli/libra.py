@@ -337,11 +337,11 @@ def _per_dim(text: str, D: int, option: str) -> list[str]:
 
 
 def _time_model(algorithm: str, latency: str | None, phases: str, loop: str, D: int):
-    from ..fabric import ALGORITHMS, TimeModel
+    from ..fabric import LIBRA_ALGORITHMS, TimeModel
 
     algs = _per_dim(algorithm, D, "--algorithm")
     for a in algs:
-        choice_opt(a, ALGORITHMS, "--algorithm")
+        choice_opt(a, LIBRA_ALGORITHMS, "--algorithm")
     lats = tuple(time_opt(x, "--latency") for x in _per_dim(latency, D, "--latency")) \
         if latency is not None else None
     return TimeModel(None if set(algs) == {"libra"} else tuple(algs), lats, phases, loop)

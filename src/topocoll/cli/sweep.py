@@ -41,13 +41,13 @@ def sweep_run(spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML or JSO
     "recorded"}), then the summary line."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..sweep import BACKENDS, SweepStore, load_sweep, run_sweep
+    from ..sweep import SWEEP_BACKENDS, SweepStore, load_sweep, run_sweep
     from ..sweep.store import is_duckdb
     from .runner import run_argv
 
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}", item="--workers")
-    choice_opt(backend, BACKENDS, "--backend")
+    choice_opt(backend, SWEEP_BACKENDS, "--backend")
     if address is not None and backend != "ray":
         raise InputError("--address is for --backend ray", item="--address")
     if flush_every < 1:

@@ -50,7 +50,7 @@ def topoopt(
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..fabric import (
-        ROUTINGS,
+        LINKLOAD_ROUTINGS,
         SPLITS,
         TOPOOPT_BATCH,
         Job,
@@ -65,7 +65,7 @@ def topoopt(
 
     name = choice_opt(model.strip().lower(), sorted(LAYERED), "--model")
     choice_opt(split, SPLITS, "--split")
-    choice_opt(routing, ROUTINGS, "--routing")
+    choice_opt(routing, LINKLOAD_ROUTINGS, "--routing")
     if not 3 <= servers <= 4096:
         raise InputError(f"--servers must be 3..4096, got {servers}", item="--servers")
     if not 2 <= degree <= 64:

@@ -64,14 +64,14 @@ from .libra import (
     workload_parts,
 )
 
-__all__ = ["TimeModel", "LIBRA_MODEL", "ALGORITHMS", "PHASES", "LOOPS", "dim_profile",
+__all__ = ["TimeModel", "LIBRA_MODEL", "LIBRA_ALGORITHMS", "PHASES", "LOOPS", "dim_profile",
            "collective_terms", "collective_time", "iteration_time", "choose_algorithms",
            "distinct_collectives"]
 
 PHASES = ("pipelined", "sequential")
 LOOPS = ("no_overlap", "overlap")
 #: Per-dimension algorithms: LIBRA's ideal traffic, ``choose``, or a synthesizer name.
-ALGORITHMS = ("libra", "choose", "ring", "bidirectional_ring", "direct", "swing",
+LIBRA_ALGORITHMS = ("libra", "choose", "ring", "bidirectional_ring", "direct", "swing",
               "recursive_halving", "recursive_doubling", "bruck", "pairwise")
 #: What ``choose`` tries per phase (those that apply to the members).
 CANDIDATES = {"reduce_scatter": ("ring", "bidirectional_ring", "direct", "recursive_halving",
@@ -103,8 +103,8 @@ class TimeModel:
             raise InputError(f"loop must be {' or '.join(LOOPS)}, got {self.loop!r}",
                              item="--loop")
         for a in self.algorithms or ():
-            if a not in ALGORITHMS:
-                raise InputError(f"algorithm {a!r} is not one of {', '.join(ALGORITHMS)}",
+            if a not in LIBRA_ALGORITHMS:
+                raise InputError(f"algorithm {a!r} is not one of {', '.join(LIBRA_ALGORITHMS)}",
                                  item=f"algorithm '{a}'")
         for x in self.latency_s or ():
             if not (isinstance(x, (int, float)) and x >= 0):

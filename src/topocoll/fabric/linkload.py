@@ -36,9 +36,9 @@ import numpy as np
 from ..errors import InputError
 from ..topology import Topology
 
-__all__ = ["LinkLoads", "ROUTINGS"]
+__all__ = ["LinkLoads", "LINKLOAD_ROUTINGS"]
 
-ROUTINGS = ("ecmp", "shortest")
+LINKLOAD_ROUTINGS = ("ecmp", "shortest")
 
 
 class LinkLoads:
@@ -67,9 +67,9 @@ class LinkLoads:
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import shortest_path
 
-        if routing not in ROUTINGS:
-            raise InputError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}",
-                             item="--routing")
+        if routing not in LINKLOAD_ROUTINGS:
+            raise InputError(f"routing must be one of {', '.join(LINKLOAD_ROUTINGS)}, got "
+                             f"{routing!r}", item="--routing")
         self.routing = routing
         self.n = topology.num_ranks
         self.nodes = topology.num_ranks + topology.num_switches

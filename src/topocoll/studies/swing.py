@@ -49,7 +49,8 @@ from ..verification import verify
 from ._common import write_tables
 
 __all__ = ["StudySetup", "StudyTopology", "parse_study_topology", "TopologyResult",
-           "ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study", "hyperx_with_nics",
+           "STUDY_ALGORITHMS", "TOPOLOGIES", "study_topology", "run_swing_study",
+           "hyperx_with_nics",
            "hamiltonian_rings_time", "PROFILED", "congestion_profile", "write_study",
            "render_markdown", "bandwidth_sweep",
            "render_sweep", "SWEEP_GBPS", "EVEN_SHAPES", "ODD_SHAPES", "EVEN_TABLE_SIZES",
@@ -206,7 +207,7 @@ TOPOLOGIES = (
 
 #: name -> synthesizers whose best time per size is reported under that name (the paper
 #: reports Swing as the best of its two variants).
-ALGORITHMS: dict[str, tuple[Callable[..., Schedule], ...]] = {
+STUDY_ALGORITHMS: dict[str, tuple[Callable[..., Schedule], ...]] = {
     "swing": (swing_allreduce, swing_latency_allreduce),
     "mirrored_recursive_doubling": (
         mirrored_recursive_doubling_allreduce,
@@ -337,7 +338,7 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
     st : StudyTopology
     setup : StudySetup, optional
     algorithms : sequence of str, optional
-        Subset of :data:`ALGORITHMS` (default all).
+        Subset of :data:`STUDY_ALGORITHMS` (default all).
     progress : callable, optional
         Called with a label before each synthesizer.
 
@@ -356,7 +357,7 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
     model = dataclasses.replace(setup.model(), alpha=st.alpha(setup))
     res = TopologyResult(st, setup.sizes)
     p = topo.num_ranks
-    for name in algorithms or ALGORITHMS:
+    for name in algorithms or STUDY_ALGORITHMS:
         if progress:
             progress(f"{st.label}: {name}")
         t0 = time.perf_counter()
@@ -374,7 +375,7 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
                 res.seconds[name] = time.perf_counter() - t0
                 continue
         best, which, ok = None, None, []
-        for fn in ALGORITHMS[name]:
+        for fn in STUDY_ALGORITHMS[name]:
             try:
                 s = fn(topo)
             except NotSupportedError as e:
@@ -384,7 +385,7 @@ def study_topology(st: StudyTopology, setup: StudySetup | None = None, *,
                 ok.append(verify(s, topo, collect=True).ok)
             t = np.array([r.time for r in model.evaluate_sizes(s, topo, setup.sizes)])
             label = s.meta.get("variant", s.name)
-            if name in PROFILED and fn is ALGORITHMS[name][0]:
+            if name in PROFILED and fn is STUDY_ALGORITHMS[name][0]:
                 res.profile[name] = congestion_profile(s, topo, setup.sizes[-1], st.ports,
                                                        model.alpha)
             if best is None:

@@ -11,7 +11,7 @@ their nodes have host buffers; a HammingMesh's line switches have the engine's s
 minimal paths (our stand-in for minimal adaptive routing), and no barriers (a transfer
 starts when the data it needs has arrived).
 
-Every variant of every algorithm of :data:`~.swing.ALGORITHMS` is simulated at a size
+Every variant of every algorithm of :data:`~.swing.STUDY_ALGORITHMS` is simulated at a size
 when its alpha-beta time is within :data:`PACKET_MARGIN` of the best alpha-beta time on
 its side (Swing's variants against Swing's best; the baselines' against the best
 baseline). A variant outside the margin would have to gain more than that factor at
@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import NotSupportedError
 from ..sim import PacketSim
 from ..units import format_size
-from .swing import ALGORITHMS, NOT_IN_PAPER, StudySetup, StudyTopology
+from .swing import NOT_IN_PAPER, STUDY_ALGORITHMS, StudySetup, StudyTopology
 
 __all__ = ["PACKET_MARGIN", "PACKET_TOPOLOGIES", "PacketRow", "packet_model",
            "packet_study", "render_packet_table", "write_packet_rows", "write_packet_markdown"]
@@ -94,7 +94,7 @@ class PacketRow:
 def _variants(st: StudyTopology, setup: StudySetup) -> list[tuple[str, str, object]]:
     topo = st.build(setup)
     out = []
-    for family, fns in ALGORITHMS.items():
+    for family, fns in STUDY_ALGORITHMS.items():
         if family in NOT_IN_PAPER:
             continue
         for fn in fns:

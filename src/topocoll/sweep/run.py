@@ -26,9 +26,9 @@ from ..procs import process_pool
 from .spec import Point, SweepSpec
 from .store import SweepStore
 
-__all__ = ["SweepSummary", "run_sweep", "spec_hash", "FLUSH_POINTS", "BACKENDS"]
+__all__ = ["SweepSummary", "run_sweep", "spec_hash", "FLUSH_POINTS", "SWEEP_BACKENDS"]
 
-BACKENDS = ("local", "ray")
+SWEEP_BACKENDS = ("local", "ray")
 
 #: Finished points written to the database in one transaction. A kill loses at most these
 #: (they are run again on resume); a count, not a time, so runs stay reproducible.
@@ -79,8 +79,8 @@ def run_sweep(spec: SweepSpec, store: SweepStore, execute: Callable, *, workers:
     transaction. ``progress(done, total, failed, recorded)`` is called after every point
     (``recorded``: points safely in the database).
     """
-    if backend not in BACKENDS:
-        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}",
+    if backend not in SWEEP_BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(SWEEP_BACKENDS)}, got {backend!r}",
                          item="--backend")
     if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
         raise InputError(f"flush_every must be a positive integer, got {flush_every!r}",

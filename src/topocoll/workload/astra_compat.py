@@ -54,9 +54,9 @@ from ..errors import InputError, NotSupportedError
 from ..topology import Topology
 
 __all__ = ["AstraSystem", "read_astra_system", "collective_time_ns", "phases",
-           "AstraCoster", "ALGORITHMS"]
+           "AstraCoster", "ASTRA_ALGORITHMS"]
 
-ALGORITHMS = ("ring", "direct", "halvingDoubling")
+ASTRA_ALGORITHMS = ("ring", "direct", "halvingDoubling")
 _KEYS = {"all-reduce-implementation": "all_reduce", "all-gather-implementation": "all_gather",
          "reduce-scatter-implementation": "reduce_scatter",
          "all-to-all-implementation": "all_to_all"}
@@ -89,9 +89,9 @@ class AstraSystem:
                           ("reduce-scatter", self.reduce_scatter),
                           ("all-to-all", self.all_to_all)):
             for a in algs:
-                if a not in ALGORITHMS:
+                if a not in ASTRA_ALGORITHMS:
                     raise InputError(f"{key}-implementation: {a!r} is not one of "
-                                     f"{', '.join(ALGORITHMS)}",
+                                     f"{', '.join(ASTRA_ALGORITHMS)}",
                                      item=f"{key}-implementation")
 
     def algorithm(self, kind: str, dim: int) -> str:
