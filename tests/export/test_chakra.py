@@ -41,7 +41,7 @@ def test_traces_decode_and_match(syn):
     for spec in ("hier:ring(2)x ring(3)", "ring:6", "torus:3x3",
                  "twotier:racks=3,hosts=2,oversub=2"):   # the first that applies
         topo = parse_spec(spec)
-        if not syn.applies(topo, tuple(range(topo.num_ranks))):
+        if not syn.unsupported(topo, tuple(range(topo.num_ranks))):
             break
     s = synthesize(syn, topo, {}, cache=ScheduleCache())
     size = 6 * 2**20

@@ -88,7 +88,7 @@ def cases(world):
         for spec in specs(p):
             topo = parse_spec(spec)
             for syn in ALGORITHMS:
-                if syn.applies(topo, tuple(range(p))):
+                if syn.unsupported(topo, tuple(range(p))):
                     continue
                 if syn.kind in ("broadcast", "reduce"):
                     for root in sorted({0, p - 1}):
@@ -112,7 +112,7 @@ def schedule(syn, topo, group, me, **options):
 
 def run_case(chk, syn, spec, p, group, me):
     topo = parse_spec(spec)
-    if syn.applies(topo, tuple(range(p))):
+    if syn.unsupported(topo, tuple(range(p))):
         return
     sched = schedule(syn, topo, group, me)
     case = f"{syn.name}-{syn.kind}-{spec}"

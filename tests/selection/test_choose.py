@@ -45,7 +45,7 @@ def test_subgroup_root_and_other_models():
     assert f.result.model == "flow"
 
 
-def test_nothing_applies():
+def test_nothing_unsupported():
     with pytest.raises(NotSupportedError, match="hamiltonian_rings"):
         choose("allreduce", fat_tree(4), 2**20, candidates=["hamiltonian_rings"])
     with pytest.raises(NotSupportedError, match="no algorithm"):

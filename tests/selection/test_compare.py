@@ -61,9 +61,9 @@ def test_tree_schedules_are_offered_up_to_the_size_limit():
 
     for name in ("optimal", "topology_adaptive", "best_ring"):
         syn = find_algorithm(name, "allreduce")
-        assert syn.applies(ring(MAX_TREE_RANKS), tuple(range(MAX_TREE_RANKS))) is None
+        assert syn.unsupported(ring(MAX_TREE_RANKS), tuple(range(MAX_TREE_RANKS))) is None
         big = MAX_TREE_RANKS + 1
-        reason = syn.applies(ring(big), tuple(range(big)))
+        reason = syn.unsupported(ring(big), tuple(range(big)))
         assert reason and str(big) in reason
 
 

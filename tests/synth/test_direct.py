@@ -111,7 +111,7 @@ def test_registry_entries():
                              ("parameter_server", "allreduce", parameter_server_allreduce)]:
         entry = find_algorithm(name, kind)
         assert entry.func is func
-        assert entry.applies(star(5), tuple(range(5))) is None
+        assert entry.unsupported(star(5), tuple(range(5))) is None
         assert_correct(entry(star(5)), star(5))
 
 

@@ -132,9 +132,9 @@ def test_not_applicable():
 def test_registry_entries(kind):
     entry = find_algorithm("hierarchical", kind)
     assert entry.func is FUNCS[kind]
-    assert entry.applies(torus_((2, 3)), tuple(range(6))) is None
-    assert "dims" in entry.applies(ring(5, bidirectional=False), tuple(range(5)))
-    assert isinstance(entry.applies(torus_((2, 3)), (0, 1, 2)), str)
+    assert entry.unsupported(torus_((2, 3)), tuple(range(6))) is None
+    assert "dims" in entry.unsupported(ring(5, bidirectional=False), tuple(range(5)))
+    assert isinstance(entry.unsupported(torus_((2, 3)), (0, 1, 2)), str)
     with pytest.raises(NotSupportedError):
         entry(torus_((2, 3)), ranks=[0, 1, 2])
     assert_correct(entry(torus_((2, 3))), torus_((2, 3)))

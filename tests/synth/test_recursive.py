@@ -144,7 +144,7 @@ def test_registry_entries():
         entry = find_algorithm(name, kind)
         assert entry.func is func
         for p in (5, 8):
-            assert entry.applies(ring(p), tuple(range(p))) is None
+            assert entry.unsupported(ring(p), tuple(range(p))) is None
             assert_correct(entry(ring(p)), ring(p))
 
 

@@ -197,7 +197,7 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
                                     f"available: {', '.join(names)}")
     skipped = skipped if skipped is not None else []
     for syn in syns:
-        reason = syn.applies(topology, group)
+        reason = syn.unsupported(topology, group)
         if reason:
             skipped.append((syn.name, reason))
             continue

@@ -38,15 +38,15 @@ def _always(topology: Topology, group: tuple[int, ...]) -> str | None:
     return None
 
 
-def _hierarchical_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _hierarchical_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return hierarchical.hierarchical_unsupported_reason(topology, group)
 
 
-def _two_level_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _two_level_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return two_level.two_level_unsupported_reason(topology, group)
 
 
-def _ring_cover_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _ring_cover_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return ring_cover.ring_cover_unsupported_reason(topology, group)
 
 
@@ -66,15 +66,15 @@ def _tree_size_reason(group: tuple[int, ...]) -> str | None:
     return None
 
 
-def _optimal_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _optimal_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return _tree_size_reason(group) or forest.optimal_unsupported_reason(topology, group)
 
 
-def _adaptive_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _adaptive_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return _tree_size_reason(group)
 
 
-def _best_ring_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _best_ring_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     # the ring-order search runs 2-opt passes of O(N^2) Python steps (177 s at 4096 ranks)
     if len(group) > MAX_TREE_RANKS:
         return (f"the ring-order heuristic is offered up to {MAX_TREE_RANKS} ranks "
@@ -111,7 +111,7 @@ def max_schedule_bytes() -> float:
 _BATCHES = {"batches": (1, 4, 16, 64, 256)}
 
 
-def _hamiltonian_applies(topology: Topology, group: tuple[int, ...]) -> str | None:
+def _hamiltonian_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return torus.hamiltonian_unsupported_reason(topology, group)
 
 
@@ -128,8 +128,9 @@ class Synthesizer:
     func : callable
         ``func(topology, *, ranks=None, **options) -> Schedule``; broadcast and reduce
         synthesizers also take ``root``.
-    applies : callable
-        ``applies(topology, group) -> None`` if the algorithm applies, else a reason.
+    unsupported : callable
+        ``unsupported(topology, group) -> None`` if the algorithm applies, else the
+        reason it does not.
     tunables : mapping
         Option name -> candidate values that ``topocoll compare`` tries, keeping the best.
     sized : bool
@@ -143,7 +144,7 @@ class Synthesizer:
     name: str
     kind: str
     func: Callable[..., Schedule]
-    applies: Callable[[Topology, tuple[int, ...]], str | None] = _always
+    unsupported: Callable[[Topology, tuple[int, ...]], str | None] = _always
     tunables: Mapping[str, tuple] = field(default_factory=dict)
     sized: bool = False
     extra: tuple[Mapping[str, Any], ...] = ()
@@ -151,7 +152,7 @@ class Synthesizer:
     def __call__(self, topology: Topology, **options) -> Schedule:
         options = self.coerce(options)
         group = tuple(options.get("ranks") or range(topology.num_ranks))
-        reason = self.applies(topology, group)
+        reason = self.unsupported(topology, group)
         if reason:
             raise NotSupportedError(f"{self.name} {self.kind} does not apply to "
                                     f"{topology.name}: {reason}")
@@ -179,7 +180,7 @@ class Synthesizer:
         --------
         >>> find_synthesizer("swing", "allreduce").min_entries(16384)   # 128x128: refused
         536838144
-        >>> find_synthesizer("swing", "allreduce").min_entries(24)      # folds onto 16
+        >>> find_synthesizer("swing", "allreduce").min_entries(24)      # the 16-rank core
         480
         """
         if self.name == "hamiltonian_rings":       # four rings, one block per transfer
@@ -257,33 +258,33 @@ SYNTHESIZERS: list[Synthesizer] = [
     Synthesizer("direct", "alltoall", direct.direct_alltoall),
     Synthesizer("pairwise", "alltoall", direct.pairwise_alltoall),
     Synthesizer("parameter_server", "allreduce", direct.parameter_server_allreduce),
-    Synthesizer("two_level", "allgather", two_level.two_level_allgather, _two_level_applies,
+    Synthesizer("two_level", "allgather", two_level.two_level_allgather, _two_level_unsupported,
                 sized=True),
     Synthesizer("two_level", "reduce_scatter", two_level.two_level_reduce_scatter,
-                _two_level_applies, sized=True),
-    Synthesizer("two_level", "allreduce", two_level.two_level_allreduce, _two_level_applies,
+                _two_level_unsupported, sized=True),
+    Synthesizer("two_level", "allreduce", two_level.two_level_allreduce, _two_level_unsupported,
                 sized=True),
     Synthesizer("ring_cover", "allgather", ring_cover.ring_cover_allgather,
-                _ring_cover_applies),
+                _ring_cover_unsupported),
     Synthesizer("ring_cover", "reduce_scatter", ring_cover.ring_cover_reduce_scatter,
-                _ring_cover_applies),
+                _ring_cover_unsupported),
     Synthesizer("ring_cover", "allreduce", ring_cover.ring_cover_allreduce,
-                _ring_cover_applies),
+                _ring_cover_unsupported),
     Synthesizer("hierarchical", "allgather", hierarchical.hierarchical_allgather,
-                _hierarchical_applies),
+                _hierarchical_unsupported),
     Synthesizer("hierarchical", "reduce_scatter", hierarchical.hierarchical_reduce_scatter,
-                _hierarchical_applies),
+                _hierarchical_unsupported),
     Synthesizer("hierarchical", "allreduce", hierarchical.hierarchical_allreduce,
-                _hierarchical_applies),
-    Synthesizer("optimal", "allgather", forest.optimal_allgather, _optimal_applies, _BATCHES),
-    Synthesizer("optimal", "reduce_scatter", forest.optimal_reduce_scatter, _optimal_applies,
+                _hierarchical_unsupported),
+    Synthesizer("optimal", "allgather", forest.optimal_allgather, _optimal_unsupported, _BATCHES),
+    Synthesizer("optimal", "reduce_scatter", forest.optimal_reduce_scatter, _optimal_unsupported,
                 _BATCHES),
-    Synthesizer("optimal", "allreduce", forest.optimal_allreduce, _optimal_applies, _BATCHES),
-    Synthesizer("optimal", "broadcast", forest.optimal_broadcast, _optimal_applies, _BATCHES),
-    Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_applies, _BATCHES),
+    Synthesizer("optimal", "allreduce", forest.optimal_allreduce, _optimal_unsupported, _BATCHES),
+    Synthesizer("optimal", "broadcast", forest.optimal_broadcast, _optimal_unsupported, _BATCHES),
+    Synthesizer("optimal", "reduce", forest.optimal_reduce, _optimal_unsupported, _BATCHES),
     Synthesizer("topology_adaptive", "allreduce", adaptive.topology_adaptive_allreduce,
-                _adaptive_applies, {**_BATCHES, "partition": ("auto", "fixed")}),
-    Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce, _best_ring_applies),
+                _adaptive_unsupported, {**_BATCHES, "partition": ("auto", "fixed")}),
+    Synthesizer("best_ring", "allreduce", ring_order.best_ring_allreduce, _best_ring_unsupported),
     Synthesizer("swing", "allreduce", swing.swing_allreduce),
     Synthesizer("swing_latency", "allreduce", swing.swing_latency_allreduce),
     Synthesizer("swing", "reduce_scatter", swing.swing_reduce_scatter),
@@ -297,15 +298,15 @@ SYNTHESIZERS: list[Synthesizer] = [
                 torus.mirrored_recursive_doubling_reduce_scatter),
     Synthesizer("mirrored_recursive_doubling", "allgather",
                 torus.mirrored_recursive_doubling_allgather),
-    Synthesizer("bucket", "allreduce", torus.bucket_allreduce, _hierarchical_applies),
-    Synthesizer("bucket", "reduce_scatter", torus.bucket_reduce_scatter, _hierarchical_applies),
-    Synthesizer("bucket", "allgather", torus.bucket_allgather, _hierarchical_applies),
+    Synthesizer("bucket", "allreduce", torus.bucket_allreduce, _hierarchical_unsupported),
+    Synthesizer("bucket", "reduce_scatter", torus.bucket_reduce_scatter, _hierarchical_unsupported),
+    Synthesizer("bucket", "allgather", torus.bucket_allgather, _hierarchical_unsupported),
     Synthesizer("hamiltonian_rings", "allreduce", torus.hamiltonian_rings_allreduce,
-                _hamiltonian_applies),
+                _hamiltonian_unsupported),
     Synthesizer("hamiltonian_rings", "reduce_scatter", torus.hamiltonian_rings_reduce_scatter,
-                _hamiltonian_applies),
+                _hamiltonian_unsupported),
     Synthesizer("hamiltonian_rings", "allgather", torus.hamiltonian_rings_allgather,
-                _hamiltonian_applies),
+                _hamiltonian_unsupported),
 ]
 
 
