@@ -168,10 +168,10 @@ def _libra(gpt3, a100, TimeModel, check_allocation, pareto, parse_network, solve
     check_allocation(net, w, r.bandwidth_GBps, rich, dict(r.algorithms))
     rows.append(("flow-level check of that optimum", time.perf_counter() - t0, float("nan")))
     # LIBRA's multi-workload objective: three jobs, each one's own optimum solved beside
-    from topocoll.fabric import WorkloadMix, workload_from_layered
+    from topocoll.fabric import LibraWorkloadMix, workload_from_layered
     from topocoll.workload import LAYERED, parse_model
 
-    mix = WorkloadMix(((w, 1.0), (workload_from_model(
+    mix = LibraWorkloadMix(((w, 1.0), (workload_from_model(
         net, parse_model("megatron-1t"), parse_parallel("tp=128,dp=32"), a100), 1.0),
         (workload_from_layered(net, LAYERED["resnet50"], a100), 1.0)))
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ import pytest
 from topocoll.errors import InfeasibleError, InputError
 from topocoll.fabric import (
     LibraCollective,
-    Workload,
+    LibraWorkload,
     communicators,
     cost,
     dimension_traffic,
@@ -53,7 +53,7 @@ def test_cost_is_linear_with_switch_terms_only_on_switch_dimensions():
 
 def test_single_collective_optimum_is_proportional_to_traffic():
     m = 1e9
-    w = Workload((LibraCollective("allreduce", m, (4, 8)),), compute_s=0.5)
+    w = LibraWorkload((LibraCollective("allreduce", m, (4, 8)),), compute_s=0.5)
     r = solve(NET2, w, constraints=["B0 + B1 == 100"])
     s = dimension_traffic("allreduce", m, (4, 8)) / 1e9
     np.testing.assert_allclose(r.bandwidth_GBps, 100 * s / s.sum(), rtol=1e-5)
@@ -61,8 +61,8 @@ def test_single_collective_optimum_is_proportional_to_traffic():
     assert r.equal_split_time_s == pytest.approx(0.5 + max(s) / 50, rel=1e-9)
 
 
-def _mixed() -> Workload:
-    return Workload((LibraCollective("allreduce", 3e9, (4, 4, -1)),
+def _mixed() -> LibraWorkload:
+    return LibraWorkload((LibraCollective("allreduce", 3e9, (4, 4, -1)),
                      LibraCollective("allreduce", 8e9, (-1, -1, 4)),
                      LibraCollective("alltoall", 2e9, (4, 4, 4), count=3),
                      LibraCollective("allgather", 1e8, (4, -1, 4))), compute_s=0.1)

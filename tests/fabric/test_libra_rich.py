@@ -16,8 +16,8 @@ from topocoll.fabric import (
     LIBRA_MODEL,
     LibraCollective,
     LibraLayer,
+    LibraWorkload,
     TimeModel,
-    Workload,
     check_allocation,
     dim_profile,
     iteration_time,
@@ -95,7 +95,7 @@ def _cvxpy_perf(net, w, model, total):
     TimeModel(algorithms=("bidirectional_ring", "direct", "direct"), phases="sequential"),
 ])
 def test_cone_program_agrees_with_cvxpy(model):
-    w = Workload((LibraCollective("allreduce", 4e8, (4, 4, 8), 3),
+    w = LibraWorkload((LibraCollective("allreduce", 4e8, (4, 4, 8), 3),
                   LibraCollective("reduce_scatter", 1e8, (2, -1, 8), 2),
                   LibraCollective("allgather", 2e7, (4, 2, -1)),
                   LibraCollective("alltoall", 5e7, (4, 4, 8))), compute_s=0.02)
@@ -113,14 +113,14 @@ def _two_layer_workload():
     dp2 = LibraCollective("allreduce", 3e8, (-1, 4, 8))
     layers = (LibraLayer("a", 0.010, 0.010, 0.010, fwd=(tp,), ig=(tp,), wg=(dp1,)),
               LibraLayer("b", 0.020, 0.020, 0.020, fwd=(tp,), ig=(tp,), wg=(dp2,)))
-    return Workload.from_layers(layers, "two", tail_s=0.001), tp, dp1, dp2
+    return LibraWorkload.from_layers(layers, "two", tail_s=0.001), tp, dp1, dp2
 
 
 def test_overlap_loop_by_hand():
     w, tp, dp1, dp2 = _two_layer_workload()
     b = [100.0, 50.0, 20.0]
     ov = TimeModel(loop="overlap")
-    t = {c: iteration_time(NET, Workload((c,), 0.0), b) for c in (tp, dp1, dp2)}
+    t = {c: iteration_time(NET, LibraWorkload((c,), 0.0), b) for c in (tp, dp1, dp2)}
     fwd = 0.010 + 0.020 + 2 * t[tp]
     e_b = fwd + 0.040 + t[tp]               # layer b's backward (last layer first)
     g_b = e_b + t[dp2]
@@ -147,7 +147,7 @@ def test_overlap_optimum_against_brute_force(model):
 
 
 def test_choose_reaches_a_fixed_point_of_fastest_algorithms():
-    w = Workload((LibraCollective("allreduce", 1e5, (4, 4, 8), 50),
+    w = LibraWorkload((LibraCollective("allreduce", 1e5, (4, 4, 8), 50),
                   LibraCollective("allreduce", 4e8, (4, 4, 8))), compute_s=0.0)
     m = TimeModel(algorithms=("choose",) * 3, latency_s=(5e-6,) * 3)
     r = solve(NET, w, constraints=["B0 + B1 + B2 == 300"], model=m)
@@ -171,7 +171,7 @@ def test_sub_fabric_keeps_the_links_a_group_really_has():
 @pytest.mark.parametrize("kind,comm", [("allreduce", (4, 2, 8)), ("reduce_scatter", (2, 4, 4)),
                                        ("allgather", (4, -1, 8)), ("allreduce", (2, 2, 2))])
 def test_flow_check_equals_the_sequential_model_of_the_same_schedule(kind, comm):
-    w = Workload((LibraCollective(kind, 3e8, comm),), compute_s=0.01)
+    w = LibraWorkload((LibraCollective(kind, 3e8, comm),), compute_s=0.01)
     b = [120.0, 60.0, 25.0]
     seq = TimeModel(algorithms=("bidirectional_ring", "direct", "direct"), latency_s=LAT,
                     phases="sequential")
@@ -185,7 +185,7 @@ def test_flow_check_equals_the_sequential_model_of_the_same_schedule(kind, comm)
 
 
 def test_flow_check_of_a_direct_alltoall_lies_between_the_phase_models():
-    w = Workload((LibraCollective("alltoall", 3e8, (4, 4, -1)),), compute_s=0.0)
+    w = LibraWorkload((LibraCollective("alltoall", 3e8, (4, 4, -1)),), compute_s=0.0)
     b = [120.0, 60.0, 25.0]
     algs = ("direct", "direct", "direct")
     seq = check_allocation(NET, w, b, TimeModel(algorithms=algs, phases="sequential"))
@@ -214,7 +214,7 @@ def test_layered_workloads_for_cnn_and_dlrm():
 
 
 def test_overlap_needs_layers_and_lists_need_one_value_per_dimension():
-    w = Workload((LibraCollective("allreduce", 1e8, (4, 4, 8)),), compute_s=0.0)
+    w = LibraWorkload((LibraCollective("allreduce", 1e8, (4, 4, 8)),), compute_s=0.0)
     with pytest.raises(InputError, match="per-layer"):
         solve(NET, w, constraints=["B0 + B1 + B2 == 30"], model=TimeModel(loop="overlap"))
     with pytest.raises(InputError) as e:
@@ -244,7 +244,7 @@ def test_flow_check_scales_one_simulation_per_schedule_without_latency():
 
     b = [120.0, 60.0, 25.0]
     sizes = (1e6, 7e7, 3e8)
-    w = Workload(tuple(LibraCollective("allreduce", s, (4, 2, 8)) for s in sizes), 0.0)
+    w = LibraWorkload(tuple(LibraCollective("allreduce", s, (4, 2, 8)) for s in sizes), 0.0)
     c = check_allocation(NET, w, b)
     top = parse_spec(c["collectives"][0]["fabric"])
     sched = hierarchical_allreduce(top)
@@ -260,7 +260,7 @@ def test_flow_check_with_latency_reads_verified_lines_or_simulates():
 
     b = [120.0, 60.0, 25.0]
     sizes = (1e3, 4e5, 2e6, 7e7, 3e8)
-    w = Workload(tuple(LibraCollective("allreduce", s, (4, 2, 8)) for s in sizes), 0.0)
+    w = LibraWorkload(tuple(LibraCollective("allreduce", s, (4, 2, 8)) for s in sizes), 0.0)
     c = check_allocation(NET, w, b, TimeModel(latency_s=LAT))
     assert c["simulations"] == 3                   # two ends and the verifying middle
     top = parse_spec(c["collectives"][0]["fabric"])

@@ -95,7 +95,7 @@ def libra(
         LOOPS,
         OBJECTIVES,
         PHASES,
-        WorkloadMix,
+        LibraWorkloadMix,
         cost,
         equal_split,
         iteration_time,
@@ -146,7 +146,7 @@ def libra(
         raise InputError("--mix-weights weighs the workloads of a mix: give them with --job",
                          item="--mix-weights")
     if job:
-        w = WorkloadMix(tuple(_job(x, net, parallel, device, batch_per_npu, global_batch)
+        w = LibraWorkloadMix(tuple(_job(x, net, parallel, device, batch_per_npu, global_batch)
                               for x in job))
     elif workload is not None:
         w = read_libra_workload(workload, read_communicator(communicator, len(net.dims)))

@@ -1,6 +1,6 @@
 """LIBRA: bandwidth per dimension of a multi-dimensional training network, solved exactly.
 
-Won et al., "LIBRA: Enabling Workload-aware Multi-dimensional Network Topology Optimization
+Won et al., "LIBRA: Enabling LibraWorkload-aware Multi-dimensional Network Topology Optimization
 for Distributed Training of Large AI Models" (ISPASS 2024). A network of ``D`` dimensions
 (building block Ring, FullyConnected or Switch; a size; a cost class) gives each NPU a
 bandwidth ``B_i`` in every dimension. A workload is a list of collectives, each with the
@@ -27,7 +27,7 @@ Examples
 >>> net = parse_network("hier:ring(4)x fc(8)x ring(4)x switch(32)")
 >>> [d.block for d in net.dims], net.npus
 (['Ring', 'FullyConnected', 'Ring', 'Switch'], 4096)
->>> w = Workload((LibraCollective("allreduce", 1e9, (4, 8, 4, 32)),), compute_s=0.0)
+>>> w = LibraWorkload((LibraCollective("allreduce", 1e9, (4, 8, 4, 32)),), compute_s=0.0)
 >>> (check_workload(net, w) / 1e6).round(3).tolist()      # MB per NPU per dimension
 [1500.0, 437.5, 46.875, 15.137]
 """
@@ -44,9 +44,9 @@ import numpy as np
 from ..errors import InputError, InputTypeError
 from ..numeric import dot
 
-__all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "LibraLayer", "Workload", "PRICES",
+__all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "LibraLayer", "LibraWorkload", "PRICES",
            "COST_CLASSES", "GB", "parse_network", "dimension_traffic", "check_workload",
-           "cost", "parse_constraint", "equal_split", "OBJECTIVES", "WorkloadMix",
+           "cost", "parse_constraint", "equal_split", "OBJECTIVES", "LibraWorkloadMix",
            "workload_parts"]
 
 #: Unit prices in $ per GB/s per NPU-link (LIBRA's cost-model YAML, tie-breakers dropped).
@@ -207,7 +207,7 @@ class LibraLayer:
 
 
 @dataclass(frozen=True)
-class Workload:
+class LibraWorkload:
     """Collectives of one iteration and the compute time they do not overlap with; a
     per-layer workload also keeps its ``layers`` (for the overlap loop) and ``tail_s``,
     compute after the backward pass (the optimizer update)."""
@@ -220,7 +220,7 @@ class Workload:
 
     @classmethod
     def from_layers(cls, layers: Sequence[LibraLayer], name: str = "",
-                    tail_s: float = 0.0) -> Workload:
+                    tail_s: float = 0.0) -> LibraWorkload:
         """A workload whose collectives and compute are those of ``layers``; collectives
         with the same kind, size and communicator are counted once with their total
         count (their order does not matter without overlap)."""
@@ -236,7 +236,7 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class WorkloadMix:
+class LibraWorkloadMix:
     """Several workloads that the network is designed for, each with a weight: LIBRA's
     multi-workload objective (the GroupOpt of its 2021 prototype) minimizes
     ``sum_w weight_w T_w(B)``. Each workload runs alone on the whole network (a portfolio
@@ -245,13 +245,13 @@ class WorkloadMix:
 
     Examples
     --------
-    >>> a = Workload((LibraCollective("allreduce", 1e9, (4, 8)),), compute_s=0.1, name="a")
-    >>> b = Workload((LibraCollective("alltoall", 1e8, (4, 8)),), compute_s=0.2, name="b")
-    >>> [round(x, 3) for _, x in WorkloadMix(((a, 3.0), (b, 1.0))).parts]
+    >>> a = LibraWorkload((LibraCollective("allreduce", 1e9, (4, 8)),), compute_s=0.1, name="a")
+    >>> b = LibraWorkload((LibraCollective("alltoall", 1e8, (4, 8)),), compute_s=0.2, name="b")
+    >>> [round(x, 3) for _, x in LibraWorkloadMix(((a, 3.0), (b, 1.0))).parts]
     [0.75, 0.25]
     """
 
-    parts: tuple[tuple[Workload, float], ...]
+    parts: tuple[tuple[LibraWorkload, float], ...]
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -259,7 +259,7 @@ class WorkloadMix:
             raise InputError("a workload mix needs at least one workload", item="--job")
         total = 0.0
         for w, x in self.parts:
-            if not isinstance(w, Workload):
+            if not isinstance(w, LibraWorkload):
                 raise InputTypeError(f"a mix holds workloads, got {type(w).__name__}",
                                      item="--job")
             if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0):
@@ -277,9 +277,9 @@ class WorkloadMix:
         return sum(x * w.compute_s for w, x in self.parts)
 
 
-def workload_parts(w: Workload | WorkloadMix) -> tuple[tuple[Workload, float], ...]:
+def workload_parts(w: LibraWorkload | LibraWorkloadMix) -> tuple[tuple[LibraWorkload, float], ...]:
     """``((workload, weight), ...)``: a mix's parts, or the one workload with weight 1."""
-    return w.parts if isinstance(w, WorkloadMix) else ((w, 1.0),)
+    return w.parts if isinstance(w, LibraWorkloadMix) else ((w, 1.0),)
 
 
 def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray:
@@ -307,7 +307,7 @@ def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray
     return out
 
 
-def check_workload(net: LibraNetwork, w: Workload | WorkloadMix) -> np.ndarray:
+def check_workload(net: LibraNetwork, w: LibraWorkload | LibraWorkloadMix) -> np.ndarray:
     """Bytes per NPU on each dimension over the whole iteration (LIBRA's traffic), after
     checking every communicator against the network (a mix: the weighted traffic).
 
@@ -316,7 +316,7 @@ def check_workload(net: LibraNetwork, w: Workload | WorkloadMix) -> np.ndarray:
     InputError
         Naming the communicator or the dimension that does not fit the network.
     """
-    if isinstance(w, WorkloadMix):
+    if isinstance(w, LibraWorkloadMix):
         return sum((x * check_workload(net, p) for p, x in w.parts), np.zeros(len(net.dims)))
     D = len(net.dims)
     total = np.zeros(D)

@@ -26,10 +26,10 @@ simulated time, so both numbers can be set side by side.
 
 Examples
 --------
->>> from topocoll.fabric.libra import LibraCollective, Workload, parse_network
+>>> from topocoll.fabric.libra import LibraCollective, LibraWorkload, parse_network
 >>> from topocoll.fabric.libra_time import TimeModel
 >>> net = parse_network("hier:ring(4)x fc(8)")
->>> w = Workload((LibraCollective("allreduce", 1e8, (4, 2)),), compute_s=0.0)
+>>> w = LibraWorkload((LibraCollective("allreduce", 1e8, (4, 2)),), compute_s=0.0)
 >>> c = check_allocation(net, w, [50.0, 50.0])
 >>> c["iteration_s"] < c["flow_iteration_s"]       # LIBRA assumes all 7 FC links usable
 True
@@ -45,7 +45,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .libra import GB, LibraNetwork, Workload, WorkloadMix, check_workload
+from .libra import GB, LibraNetwork, LibraWorkload, LibraWorkloadMix, check_workload
 from .libra_time import LIBRA_MODEL, TimeModel, collective_time, iteration_time
 
 __all__ = ["check_allocation", "sub_fabric", "MAX_ALLTOALL_RANKS"]
@@ -142,7 +142,7 @@ class _Simulator:
         return {x: got.get(x) or self._run(spec, kind, x) for x in sizes}
 
 
-def check_allocation(net: LibraNetwork, w: Workload | WorkloadMix,
+def check_allocation(net: LibraNetwork, w: LibraWorkload | LibraWorkloadMix,
                      bandwidth_GBps: Sequence[float], model: TimeModel = LIBRA_MODEL,
                      chosen: dict | None = None, *, backend: str = "flow") -> dict:
     """Simulate every distinct collective of ``w`` on the fabric of ``bandwidth_GBps``
@@ -160,7 +160,7 @@ def check_allocation(net: LibraNetwork, w: Workload | WorkloadMix,
         ``flow_s``, ``analytical_s`` (the same schedule under the alpha-beta model), the
         schedule and the sub-fabric.
     """
-    if isinstance(w, WorkloadMix):
+    if isinstance(w, LibraWorkloadMix):
         each = [check_allocation(net, p, bandwidth_GBps, model, chosen, backend=backend)
                 for p, _ in w.parts]
         t_model = sum(x * c["iteration_s"] for (_, x), c in zip(w.parts, each, strict=True))

@@ -33,7 +33,7 @@ from ..workload import (
     layered_forward_time,
     stage_parameters,
 )
-from .libra import LibraCollective, LibraLayer, LibraNetwork, Workload
+from .libra import LibraCollective, LibraLayer, LibraNetwork, LibraWorkload
 
 __all__ = ["read_libra_workload", "read_communicator", "read_cost_model", "communicators",
            "workload_from_model", "workload_from_layered", "LIBRA_TYPES",
@@ -105,8 +105,8 @@ def read_cost_model(path: str | Path, net: LibraNetwork | None = None
 
 
 def read_libra_workload(path: str | Path, communicator: dict[str, tuple[int, ...]],
-                        name: str | None = None) -> Workload:
-    """A :class:`~topocoll.fabric.libra.Workload` from a LIBRA text workload."""
+                        name: str | None = None) -> LibraWorkload:
+    """A :class:`~topocoll.fabric.libra.LibraWorkload` from a LIBRA text workload."""
     p = Path(path)
     try:
         lines = p.read_text().splitlines()
@@ -141,7 +141,7 @@ def read_libra_workload(path: str | Path, communicator: dict[str, tuple[int, ...
     if not layers or not any(ly.fwd_s or ly.ig_s or ly.wg_s or ly.fwd or ly.ig or ly.wg
                              for ly in layers):
         raise InputError(f"{p}: no layers", item=str(p))
-    return Workload.from_layers(layers, name or p.stem)
+    return LibraWorkload.from_layers(layers, name or p.stem)
 
 
 def communicators(net: LibraNetwork, tp: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -173,7 +173,7 @@ def communicators(net: LibraNetwork, tp: int) -> tuple[tuple[int, ...], tuple[in
 
 
 def workload_from_model(net: LibraNetwork, model: Transformer, par: Parallelism,
-                        device: Device) -> Workload:
+                        device: Device) -> LibraWorkload:
     """LIBRA's view of one iteration of ``model`` under ``par`` (TP and DP only; pipeline
     and expert parallelism are outside LIBRA's model) on the network's ``npus``.
 
@@ -211,11 +211,11 @@ def workload_from_model(net: LibraNetwork, model: Transformer, par: Parallelism,
             fwd=allreduce(act, tp_c, 2 * m) if tp else (),
             ig=allreduce(act, tp_c, 2 * m * (passes - 1)) if tp else (),
             wg=allreduce((grads - emb) / model.layers, dp_c) if dp else ()))
-    return Workload.from_layers(layers, f"{model.name} {par.label()}")
+    return LibraWorkload.from_layers(layers, f"{model.name} {par.label()}")
 
 
 def workload_from_layered(net: LibraNetwork, model: LayeredModel, device: Device, *,
-                          batch_per_npu: int = 32) -> Workload:
+                          batch_per_npu: int = 32) -> LibraWorkload:
     """LIBRA's view of one data-parallel iteration of a layered model (ResNet-50, VGG-16,
     DLRM, ...) on every NPU of the network, ``batch_per_npu`` samples each.
 
@@ -257,10 +257,10 @@ def workload_from_layered(net: LibraNetwork, model: LayeredModel, device: Device
         a2a = (LibraCollective("alltoall", rows * b, comm),)
         layers.insert(0, LibraLayer("embeddings", look, look, 0.0, fwd=a2a, ig=a2a))
     tail = device.memory_time(2 * 16 * model.dense_parameters)
-    return Workload.from_layers(layers, f"{model.name} dp={net.npus},mb={b}", tail)
+    return LibraWorkload.from_layers(layers, f"{model.name} dp={net.npus},mb={b}", tail)
 
 
-def write_libra_workload(w: Workload, path: str | Path, dims: int
+def write_libra_workload(w: LibraWorkload, path: str | Path, dims: int
                          ) -> dict[str, tuple[int, ...]]:
     """Write ``w`` as a LIBRA text workload (12 fields per layer, times in ns, sizes in
     bytes, both rounded to integers as LIBRA's files have them) and return its
@@ -311,7 +311,7 @@ def write_libra_workload(w: Workload, path: str | Path, dims: int
 
 
 def write_libra_inputs(directory: str | Path, stem: str, net: LibraNetwork,
-                       w: Workload) -> tuple[Path, Path, Path]:
+                       w: LibraWorkload) -> tuple[Path, Path, Path]:
     """LIBRA's three input files for ``w`` on ``net`` in ``directory``: the network
     (``<stem>_network.yml``), the workload (``<stem>.txt``) and its communicator
     (``<stem>_comm.yml``), readable by ``topocoll libra --network ... --workload ...

@@ -23,9 +23,9 @@ answer until they no longer change (a fixed point, reported as ``rounds``).
 
 Examples
 --------
->>> from topocoll.fabric.libra import LibraCollective, Workload, parse_network
+>>> from topocoll.fabric.libra import LibraCollective, LibraWorkload, parse_network
 >>> net = parse_network("hier:ring(4)x fc(8)x ring(4)x switch(32)")
->>> w = Workload((LibraCollective("allreduce", 1e9, (4, 8, 4, 32)),), compute_s=0.0)
+>>> w = LibraWorkload((LibraCollective("allreduce", 1e9, (4, 8, 4, 32)),), compute_s=0.0)
 >>> r = solve(net, w, constraints=["B0 + B1 + B2 + B3 == 500"])
 >>> r.status, round(sum(r.bandwidth_GBps), 6), r.gap < 1e-6
 ('optimal', 500.0, True)
@@ -43,8 +43,8 @@ from ..errors import InfeasibleError, InputError
 from .libra import (
     OBJECTIVES,
     LibraNetwork,
-    Workload,
-    WorkloadMix,
+    LibraWorkload,
+    LibraWorkloadMix,
     check_workload,
     cost,
     equal_split,
@@ -109,7 +109,7 @@ class LibraResult:
 class _Program:
     """The cone program of one solve (see the module docstring)."""
 
-    def __init__(self, net: LibraNetwork, w: Workload | WorkloadMix, model: TimeModel,
+    def __init__(self, net: LibraNetwork, w: LibraWorkload | LibraWorkloadMix, model: TimeModel,
                  chosen: dict, constraints: Sequence[str], *, min_bw: float, max_cost: float | None,
                  max_time: float | None, minimize: str) -> None:
         D = len(net.dims)
@@ -176,7 +176,7 @@ class _Program:
         else:                           # cost, normalized by its value at b = 1
             self.objective = {b[i]: kap[i] / float(kap.sum()) for i in range(D)}
 
-    def _exposed(self, w: Workload, model: TimeModel, total, tau: float) -> int:
+    def _exposed(self, w: LibraWorkload, model: TimeModel, total, tau: float) -> int:
         """A variable bounding the communication ``w`` exposes beyond its compute (in
         units of ``tau``) under ``model``'s loop."""
         p = self.p
@@ -304,7 +304,7 @@ def conflicting(net: LibraNetwork, constraints: Sequence[str], max_cost: float |
     return [r[0] for r in keep]
 
 
-def _check_bounded(net: LibraNetwork, w: Workload, cons: Sequence[str],
+def _check_bounded(net: LibraNetwork, w: LibraWorkload, cons: Sequence[str],
                    budget: float | None) -> None:
     """Refuse, naming the dimension, a problem in which a dimension that carries traffic
     can grow without limit (the fastest allocation would not exist): one LP per such
@@ -425,7 +425,7 @@ class _Search:
         return min([*vals, f1, f2, f_fast], key=lambda x: x[0])[1]
 
 
-def solve(net: LibraNetwork, workload: Workload | WorkloadMix, *, objective: str = "perf",
+def solve(net: LibraNetwork, workload: LibraWorkload | LibraWorkloadMix, *, objective: str = "perf",
           constraints: Sequence[str] = (), budget: float | None = None,
           time_target: float | None = None, min_bw: float = 1e-3,
           rtol: float = 1e-6, model: TimeModel = LIBRA_MODEL) -> LibraResult:
@@ -433,7 +433,7 @@ def solve(net: LibraNetwork, workload: Workload | WorkloadMix, *, objective: str
     ``min-cost``) under ``constraints`` (strings, see
     :func:`~topocoll.fabric.libra.parse_constraint`), a dollar ``budget`` and, for
     ``min-cost``, ``time_target`` seconds, with the time of ``model`` (LIBRA's by default).
-    For a :class:`~topocoll.fabric.libra.WorkloadMix` the time is the weighted mean
+    For a :class:`~topocoll.fabric.libra.LibraWorkloadMix` the time is the weighted mean
     iteration (``min-cost``'s target applies to it), and the result's ``workloads`` say
     what each workload gets and what its own optimum would give it.
 
@@ -482,7 +482,7 @@ def solve(net: LibraNetwork, workload: Workload | WorkloadMix, *, objective: str
     eq_chosen = choose_algorithms(net, workload, model, eq)
     parts = workload_parts(workload)
     per = []
-    if isinstance(workload, WorkloadMix):
+    if isinstance(workload, LibraWorkloadMix):
         for p, x in parts:
             row = {"name": p.name, "weight": x,
                    "time_s": iteration_time(net, p, b, model, chosen),
@@ -505,7 +505,7 @@ def solve(net: LibraNetwork, workload: Workload | WorkloadMix, *, objective: str
                        tuple(sorted(chosen.items(), key=repr)), rounds, tuple(per))
 
 
-def slowdown_mix(net: LibraNetwork, mix: WorkloadMix, **kwargs) -> WorkloadMix:
+def slowdown_mix(net: LibraNetwork, mix: LibraWorkloadMix, **kwargs) -> LibraWorkloadMix:
     """``mix`` reweighted so that each workload's weight is divided by the time of its own
     optimum (``solve`` with ``kwargs`` for it alone): the weighted mean time of the new mix
     is the weighted mean *slowdown* against each workload's own best fabric, so a short
@@ -513,20 +513,21 @@ def slowdown_mix(net: LibraNetwork, mix: WorkloadMix, **kwargs) -> WorkloadMix:
 
     Examples
     --------
-    >>> from topocoll.fabric.libra import LibraCollective, Workload, parse_network
+    >>> from topocoll.fabric.libra import LibraCollective, LibraWorkload, parse_network
     >>> net = parse_network("hier:ring(4)x switch(8)")
-    >>> a = Workload((LibraCollective("allreduce", 1e9, (4, -1)),), compute_s=1.0, name="a")
-    >>> b = Workload((LibraCollective("allreduce", 1e9, (-1, 8)),), compute_s=0.01, name="b")
-    >>> m = slowdown_mix(net, WorkloadMix(((a, 1.0), (b, 1.0))), constraints=["B0 + B1 == 100"])
+    >>> a = LibraWorkload((LibraCollective("allreduce", 1e9, (4, -1)),), compute_s=1.0, name="a")
+    >>> b = LibraWorkload((LibraCollective("allreduce", 1e9, (-1, 8)),), compute_s=0.01, name="b")
+    >>> mix = LibraWorkloadMix(((a, 1.0), (b, 1.0)))
+    >>> m = slowdown_mix(net, mix, constraints=["B0 + B1 == 100"])
     >>> [round(x, 3) for _, x in m.parts]      # 1 / 1.015 s and 1 / 0.0275 s, normalized
     [0.026, 0.974]
     """
     own = [solve(net, p, **kwargs).time_s for p, _ in mix.parts]
-    return WorkloadMix(tuple((p, x / t) for (p, x), t in zip(mix.parts, own, strict=True)),
+    return LibraWorkloadMix(tuple((p, x / t) for (p, x), t in zip(mix.parts, own, strict=True)),
                        name=f"slowdown of {mix.name}")
 
 
-def pareto(net: LibraNetwork, workload: Workload | WorkloadMix, *, points: int = 50,
+def pareto(net: LibraNetwork, workload: LibraWorkload | LibraWorkloadMix, *, points: int = 50,
            constraints: Sequence[str] = (), min_bw: float = 1e-3,
            slowest: float = 10.0, model: TimeModel = LIBRA_MODEL
            ) -> list[tuple[float, float, tuple]]:

@@ -35,9 +35,9 @@ allocation stays a convex program (:mod:`.libra_solve`), and adds:
 
 Examples
 --------
->>> from topocoll.fabric.libra import LibraCollective, Workload, parse_network
+>>> from topocoll.fabric.libra import LibraCollective, LibraWorkload, parse_network
 >>> net = parse_network("hier:ring(4)x switch(8)")
->>> w = Workload((LibraCollective("allreduce", 1e9, (4, 8)),), compute_s=0.0)
+>>> w = LibraWorkload((LibraCollective("allreduce", 1e9, (4, 8)),), compute_s=0.0)
 >>> round(iteration_time(net, w, [100, 100]), 6)       # 2 * 3/4 GB over 100 GB/s
 0.015
 >>> rich = TimeModel(algorithms=("bidirectional_ring", "direct"), phases="sequential")
@@ -58,8 +58,8 @@ from .libra import (
     GB,
     LibraCollective,
     LibraNetwork,
-    Workload,
-    WorkloadMix,
+    LibraWorkload,
+    LibraWorkloadMix,
     dimension_traffic,
     workload_parts,
 )
@@ -254,7 +254,7 @@ def _key(coll: LibraCollective) -> tuple:
     return (coll.kind, float(coll.size), tuple(coll.comm))
 
 
-def choose_algorithms(net: LibraNetwork, w: Workload | WorkloadMix, model: TimeModel,
+def choose_algorithms(net: LibraNetwork, w: LibraWorkload | LibraWorkloadMix, model: TimeModel,
                       bandwidth_GBps: Sequence[float]) -> dict:
     """For the dimensions whose algorithm is ``choose``: the fastest candidate per
     collective, dimension and phase at ``bandwidth_GBps``."""
@@ -275,7 +275,7 @@ def choose_algorithms(net: LibraNetwork, w: Workload | WorkloadMix, model: TimeM
     return out
 
 
-def distinct_collectives(w: Workload | WorkloadMix) -> list[LibraCollective]:
+def distinct_collectives(w: LibraWorkload | LibraWorkloadMix) -> list[LibraCollective]:
     """The distinct collectives of ``w`` (of every workload of a mix), first seen first."""
     seen, out = set(), []
     colls = []
@@ -313,13 +313,13 @@ def collective_time(kind: str, size: float, comm: Sequence[int],
                      np.asarray(bandwidth_GBps, float), model.phases)
 
 
-def iteration_time(net: LibraNetwork, w: Workload | WorkloadMix,
+def iteration_time(net: LibraNetwork, w: LibraWorkload | LibraWorkloadMix,
                    bandwidth_GBps: Sequence[float], model: TimeModel = LIBRA_MODEL,
                    chosen: dict | None = None, times: dict | None = None) -> float:
     """Seconds of one iteration under ``model`` (LIBRA's by default); of a mix, the
     weighted mean of its workloads' iterations. ``times`` maps a collective's key to its
     seconds instead of the model (the flow-level check)."""
-    if isinstance(w, WorkloadMix):
+    if isinstance(w, LibraWorkloadMix):
         return sum(x * iteration_time(net, p, bandwidth_GBps, model, chosen, times)
                    for p, x in w.parts)
     model.check(net)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..fabric import (
+    LibraWorkloadMix,
     TimeModel,
-    WorkloadMix,
     check_allocation,
     iteration_time,
     parse_network,
@@ -212,7 +212,7 @@ def run_libra_mix(total_GBps: float = 500.0, *, networks: Sequence[str] | None =
         D = len(net.dims)
         names = list(workloads or LIBRA_WORKLOADS)
         for mname, model in (("libra", TimeModel()), ("rich", rich_model(D))):
-            mix = WorkloadMix(tuple(
+            mix = LibraWorkloadMix(tuple(
                 (_libra_workload(net, nname, n, inputs if mname == "libra" else None), 1.0)
                 for n in names))
             for weights in ("time", "slowdown"):
