@@ -157,9 +157,12 @@ def _outer(a_ptr, a_ids, b_ptr, b_ids):
     m, n = np.diff(a_ptr), np.diff(b_ptr)
     ptr = np.zeros(len(m) + 1, dtype=np.int64)
     np.cumsum(m * n, out=ptr[1:])
-    row = np.repeat(np.arange(len(m)), m * n)
-    local = np.arange(int(ptr[-1])) - ptr[row]
-    return ptr, a_ids[a_ptr[row] + local // n[row]] + b_ids[b_ptr[row] + local % n[row]]
+    arow = np.repeat(np.arange(len(m)), m)            # the row of every A element
+    seg = n[arow]                                     # one segment of B per A element
+    starts = np.zeros(len(seg), dtype=np.int64)
+    np.cumsum(seg[:-1], out=starts[1:])
+    local = np.arange(int(ptr[-1])) - np.repeat(starts, seg)
+    return ptr, np.repeat(a_ids, seg) + b_ids[np.repeat(b_ptr[arow], seg) + local]
 
 
 def _held_csr(held: np.ndarray, stride: int):
@@ -224,15 +227,14 @@ def product_sends(shape: Sequence[int], rule: Callable[[np.ndarray, int, int], n
         # rows: line-major, then edge; every row's blocks built minor dimension last
         row_line = np.repeat(np.arange(N), E)
         row_edge = np.tile(np.arange(E), N)
-        ptr = np.arange(E * N + 1, dtype=np.int64)
-        ids = np.zeros(E * N, dtype=np.int64)
+        ptr = ids = None
         for kk in range(D - 1, -1, -1):
             if kk == k:
                 b = _gather_csr(row_edge, eptr, eids)
             else:
                 hptr, hids = _held_csr(trees[kk][1][done[kk]], strides[kk])
                 b = _gather_csr(coords[kk][lines][row_line], hptr, hids)
-            ptr, ids = _outer(ptr, ids, *b)
+            ptr, ids = b if ptr is None else _outer(ptr, ids, *b)
         src = lines[row_line] + ex[row_edge] * strides[k]
         dst = lines[row_line] + ey[row_edge] * strides[k]
         order = np.argsort(src, kind="stable")
