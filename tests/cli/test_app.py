@@ -134,3 +134,18 @@ def test_study_outside_a_checkout_names_the_output(tmp_path, monkeypatch):
     r = CliRunner().invoke(_app, ["study", "validation", "--rows", "1"])
     assert r.exit_code == 2 and "--output" in r.stderr
     assert not (tmp_path / "docs").exists()
+
+
+def test_study_swing_odd_writes_its_page(tmp_path):
+    """`topocoll study swing-odd`: the odd tori verified and costed, both files written,
+    the page naming its command; the same bytes as the committed page."""
+    from pathlib import Path
+
+    r = CliRunner().invoke(app, ["study", "swing-odd", "-o", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    written = json.loads(r.stdout)["written"]
+    assert sorted(Path(p).name for p in written) == ["swing-odd.json", "swing-odd.md"]
+    page = (tmp_path / "swing-odd.md").read_text()
+    assert page.startswith("<!-- written by `topocoll study swing-odd`")
+    committed = Path(__file__).resolve().parents[2] / "docs" / "studies" / "swing-odd.md"
+    assert page == committed.read_text()

@@ -143,9 +143,12 @@ def test_bandwidth_sweep_moves_the_crossover_to_larger_sizes():
     assert "synth" not in json.dumps(rows)             # no wall-clock in the artifact
 
 
-def test_even_sizes_study_small(tmp_path):
-    """Swing on an even, non-power-of-two torus: verified, its unfolded schedule against
-    the fold at every size, the table and files."""
+@pytest.mark.parametrize("shape, steps, name", [((6, 4), 10, "swing-even"),
+                                               ((5, 3), 6, "swing-odd")])
+def test_sizes_study_small(tmp_path, shape, steps, name):
+    """Swing on a torus that is not a power of two (even: every coordinate paired; odd:
+    the last one exchanges directly): verified, its unfolded schedule against the fold
+    at every size, the table and files."""
     import json
 
     from topocoll.studies.swing import (
@@ -156,18 +159,21 @@ def test_even_sizes_study_small(tmp_path):
         write_even,
     )
 
-    rows = even_sizes_study(StudySetup(sizes=EVEN_TABLE_SIZES), shapes=((6, 4),))
+    rows = even_sizes_study(StudySetup(sizes=EVEN_TABLE_SIZES), shapes=(shape,))
     (r,) = rows
-    assert r["shape"] == [6, 4] and r["verified"]["swing"] == "yes"
+    assert r["shape"] == list(shape) and r["verified"]["swing"] == "yes"
     sw, fold = r["times_s"]["swing"], r["swing_fold_s"]
     assert sw[-1] < fold[-1]                    # large vectors: the fold's hand-offs cost
     assert all(o == min(v[i] for k, v in r["times_s"].items() if k != "swing")
                for i, o in enumerate(r["best_other_s"]))
-    text = render_even(rows)
-    assert text.count("| 6x4 |") == len(EVEN_TABLE_SIZES) + 1   # + its counters' row
-    assert "| 6x4 | 10 |" in text
-    pj, pm = write_even(tmp_path, rows)
-    assert json.loads(pj.read_text())[0]["shape"] == [6, 4] and pm.read_text() == text
+    label = "x".join(map(str, shape))
+    text = render_even(rows, name)
+    assert text.startswith(f"<!-- written by `topocoll study {name}`")
+    assert text.count(f"| {label} |") == len(EVEN_TABLE_SIZES) + 1   # + its counters' row
+    assert f"| {label} | {steps} |" in text
+    pj, pm = write_even(tmp_path, rows, name)
+    assert pj.name == f"{name}.json" and pm.read_text() == text
+    assert json.loads(pj.read_text())[0]["shape"] == list(shape)
 
 
 def test_hammingmesh_hops_explain_swing_at_32_bytes():
