@@ -541,6 +541,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
                                     "--global-batch", "500"], 2, "--global-batch"),
     ("train-layered-search", ["train", "-m", "resnet50", "-t", "dgx:2", "--search"], 2,
      "--search"),
+    ("train-exhaustive-alone", ["train", "-t", "dgx:2", "--exhaustive"], 2, "--exhaustive"),
     ("train-global-batch-huge", ["train", "--global-batch", "1000000000000"], 2,
      "--global-batch"),
     ("train-ep-dp-default", ["train", "-m", "mixtral-8x7b", "-t", "dgx-a100:2",

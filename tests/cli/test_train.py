@@ -84,3 +84,19 @@ def test_layered_models_take_the_global_batch():
     r1 = CliRunner().invoke(app, ["train", "-m", "resnet50", "-t", "dgx:2", "--micro-batch",
                                   "32", "--json"])
     assert _json.loads(r1.stdout)["iteration_s"] == _json.loads(r.stdout)["iteration_s"]
+
+
+def test_search_skips_what_cannot_win_and_exhaustive_costs_it():
+    args = ["train", "-m", TINY, "-t", "dgx:2", "--search", "--global-batch", "32",
+            "-a", "ring,direct", "--top", "100"]
+    d = json.loads(runner.invoke(app, args + ["--json"]).stdout)
+    e = json.loads(runner.invoke(app, args + ["--exhaustive", "--json"]).stdout)
+    assert d["skipped"] and not e["skipped"]
+    assert d["evaluated"] + len(d["skipped"]) == e["evaluated"] == len(e["ranked"])
+    assert d["ranked"][0] == e["ranked"][0]
+    best = d["ranked"][0]["iteration_s"]
+    assert all(s["lower_bound_s"] > best for s in d["skipped"])
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert f"{len(d['skipped'])} more fit but cannot beat the best" in r.stdout
+    assert f"{d['evaluated']} costed" in r.stdout

@@ -88,6 +88,10 @@ def train(
         "--search", help="Rank every TP x PP x DP factorization of --gpus with recompute "
                          "none/selective/full and ZeRO 0/1 (--parallel ignored).")] = False,
     top: Annotated[int, typer.Option(help="--search: configurations shown.")] = 10,
+    exhaustive: Annotated[bool, typer.Option(
+        "--exhaustive", help="--search: cost every configuration that fits (default: skip "
+                             "those whose iteration with free collectives is already "
+                             "slower than the best costed one).")] = False,
     trace: Annotated[str | None, typer.Option(
         help="Write the pipeline timeline as a Perfetto trace JSON.")] = None,
     no_cache: NoCacheOpt = False,
@@ -112,6 +116,8 @@ def train(
     choice_opt(backend, backend_names(workload=True), "--backend")
     cm = model_opt(backend, "0")
     dev = find_device(device)
+    if exhaustive and not search:
+        raise InputError("--exhaustive is for --search", item="--exhaustive")
     if model.strip().lower() in LAYERED:
         # data parallel on every GPU: what only a transformer has is refused, not ignored
         for flag, given in (("--search", search), ("--task-graph", task_graph),
@@ -146,7 +152,7 @@ def train(
     cands = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
     if search:
         _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top,
-                schedule_cache(no_cache), as_json)
+                schedule_cache(no_cache), as_json, exhaustive)
         return
     base = parse_parallel(parallel, world=world, micro_batch=micro_batch,
                           recompute=recompute, zero=zero,
@@ -220,7 +226,7 @@ def train(
 
 
 def _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top, cache,
-            as_json) -> None:
+            as_json, exhaustive) -> None:
     from rich.progress import Progress
 
     from ..workload import search_parallelism
@@ -231,16 +237,21 @@ def _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top, cache
         task = bar.add_task("parallelism search", total=None)
         res = search_parallelism(mdl, world, t, dev, global_batch=gb,
                                  micro_batches=(micro_batch,), cost_model=cm,
-                                 algorithms=cands, cache=cache,
+                                 algorithms=cands, cache=cache, exhaustive=exhaustive,
                                  progress=lambda i, n: bar.update(task, completed=i, total=n))
     if as_json:
         print_json({"model": mdl.name, "topology": t.name, "gpus": world,
                     "enumerated": res.enumerated, "pruned_memory": res.pruned_memory,
-                    "ranked": [p.result.to_dict() for p in res.ranked[:top]]})
+                    "evaluated": res.evaluated,
+                    "ranked": [p.result.to_dict() for p in res.ranked[:top]],
+                    "skipped": [{"parallel": p.parallel.label(),
+                                 "lower_bound_s": p.lower_bound_s} for p in res.skipped]})
         return
     best = res.best
+    fit = res.evaluated + len(res.skipped)
     tab = Table(title=f"{mdl.name} on {t.name}: {world} x {dev.name}, global batch {gb} "
-                      f"({res.evaluated} of {res.enumerated} configurations fit)")
+                      f"({fit} of {res.enumerated} configurations fit, {res.evaluated} "
+                      f"costed)")
     for c in ("parallelism", "iteration", "MFU", "exposed comm", "bubble", "memory"):
         tab.add_column(c, justify="left" if c == "parallelism" else "right")
     for p in res.ranked[:top]:
@@ -249,6 +260,11 @@ def _search(mdl, world, t, dev, cm, cands, global_batch, micro_batch, top, cache
                     f"{r.exposed_comm_s:.3g}s", f"{r.bubble_s:.3g}s",
                     f"{r.memory_gib:.1f} GiB")
     out.print(tab)
+    if res.skipped:
+        low = res.skipped[0].lower_bound_s
+        out.print(f"{len(res.skipped)} more fit but cannot beat the best: with every "
+                  f"collective free they already take at least {low:.4g}s (--exhaustive "
+                  f"costs them)", highlight=False)
     out.print(f"best: {best.result.parallel}", highlight=False)
 
 

@@ -65,7 +65,8 @@ from .memory import (
 from .models import Transformer
 from .parallel import Parallelism, groups
 
-__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "Task", "pipeline_1f1b"]
+__all__ = ["IterationResult", "simulate_iteration", "CollectiveCoster", "FreeCollectives", "Task",
+           "pipeline_1f1b"]
 
 #: Gradient bucket of the data-parallel overlap (PyTorch DDP's default, 25 MB).
 BUCKET_BYTES = 25e6
@@ -354,6 +355,25 @@ class CollectiveCoster:
                 "size_bytes": size, "algorithm": alg, "time_s": self._together[key],
                 "alone_s": t1, "bound_s": None, "bound_fraction": None}
         return self._together[key]
+
+
+class FreeCollectives(CollectiveCoster):
+    """A coster that charges nothing for any collective. Under the 1F1B schedule
+    (``interleave=1``) without ``dear``, the iteration it gives is a lower bound of the
+    iteration under any cost model: :func:`simulate_iteration`'s time never decreases
+    when a collective takes longer (sums and maxima of the times, the 1F1B schedule's
+    starts, and the exposed data-parallel time ``max(t - b, t f)``, where the backward
+    ``b`` it hides behind ends the stage's pipeline, so the stage ends no earlier).
+    :func:`~topocoll.workload.search_parallelism` uses it to skip configurations that
+    cannot beat one already costed."""
+
+    def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
+             root: int | None = None, algorithms: Sequence[str] | None = None) -> float:
+        return 0.0
+
+    def time_all(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
+                 size: float) -> float:
+        return 0.0
 
 
 def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,

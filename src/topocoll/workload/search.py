@@ -1,6 +1,14 @@
 """Parallelism search: every TP x PP x DP (x EP) factorization with recomputation,
 micro-batch and ZeRO choices, pruned by memory, ranked by iteration time.
 
+The configurations are costed in the order of a lower bound of their iteration, the
+iteration with every collective free (:class:`~topocoll.workload.iteration.
+FreeCollectives`: compute, pipeline bubbles, optimizer; no collective is chosen for it).
+Once a costed configuration is faster than a configuration's bound, that configuration and
+every later one (their bounds are no smaller) cannot be the best and are not costed
+(branch and bound: the best and every configuration within reach of it are exactly what
+costing all of them gives; ``exhaustive=True`` costs all of them).
+
 Examples
 --------
 >>> from topocoll.topology.spec import parse_spec
@@ -15,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,12 +32,13 @@ from ..errors import InputError
 from ..selection import ScheduleCache
 from ..topology import Topology
 from .devices import Device
-from .iteration import CollectiveCoster, IterationResult, simulate_iteration
+from .iteration import CollectiveCoster, FreeCollectives, IterationResult, simulate_iteration
 from .memory import memory_per_gpu
 from .models import Transformer
 from .parallel import RECOMPUTE, Parallelism
 
-__all__ = ["SearchPoint", "SearchResult", "search_parallelism", "candidate_parallelisms"]
+__all__ = ["SearchPoint", "SkippedPoint", "SearchResult", "search_parallelism",
+           "candidate_parallelisms"]
 
 
 @dataclass(frozen=True)
@@ -40,12 +50,23 @@ class SearchPoint:
 
 
 @dataclass(frozen=True)
+class SkippedPoint:
+    """A configuration that fits but was not costed: its iteration with every collective
+    free, ``lower_bound_s``, is already slower than the best costed one."""
+
+    parallel: Parallelism
+    lower_bound_s: float
+
+
+@dataclass(frozen=True)
 class SearchResult:
-    """Every configuration that fits, fastest first, and what was pruned."""
+    """Every configuration that fits and was costed, fastest first; those that fit but
+    cannot beat the best (``skipped``, by their lower bound); how many did not fit."""
 
     ranked: tuple[SearchPoint, ...]
     enumerated: int
     pruned_memory: int
+    skipped: tuple[SkippedPoint, ...] = ()
 
     @property
     def best(self) -> SearchPoint:
@@ -97,13 +118,16 @@ def search_parallelism(model: Transformer, gpus: int, topology: Topology, device
                        tp_max: int | None = None, cost_model: CostModel | None = None,
                        algorithms: Sequence[str] | None = None,
                        cache: ScheduleCache | None = None,
-                       progress: Callable[[int, int], None] | None = None) -> SearchResult:
+                       progress: Callable[[int, int], None] | None = None,
+                       exhaustive: bool = False) -> SearchResult:
     """Rank every configuration of ``gpus`` ranks of ``topology`` that fits in memory.
 
     ``tp_max`` defaults to the size of the fabric's first group (``meta["groups"]``: a
     box) or 8. Collectives are chosen without proving bounds (``choose(bound=False)``) and
-    remembered across configurations. Ties are broken by the configuration's label, so
-    the ranking is the same on every machine.
+    remembered across configurations. Configurations are costed in the order of their
+    lower bound (the iteration with free collectives); those whose bound exceeds the best
+    costed iteration are returned in ``skipped`` instead, unless ``exhaustive``. Ties are
+    broken by the configuration's label, so the ranking is the same on every machine.
     """
     if not 1 <= gpus <= topology.num_ranks:
         raise InputError(f"--gpus must be 1..{topology.num_ranks} on {topology.name}, got "
@@ -116,11 +140,24 @@ def search_parallelism(model: Transformer, gpus: int, topology: Topology, device
     fits = [p for p in cands if memory_per_gpu(model, p).peak <= device.memory]
     cc = CollectiveCoster(topology, model=cost_model, algorithms=algorithms, cache=cache,
                           bounds=False)
-    points = []
-    for i, p in enumerate(fits):
-        r = simulate_iteration(model, p, topology, device, coster=cc, check_memory=False)
-        points.append(SearchPoint(p, r))
+    free = FreeCollectives(topology)
+    bounds = [simulate_iteration(model, p, topology, device, coster=free,
+                                 check_memory=False).iteration_s for p in fits]
+    order = sorted(range(len(fits)), key=lambda i: (bounds[i], fits[i].label()))
+    points: list[SearchPoint] = []
+    skipped: list[SkippedPoint] = []
+    best = math.inf
+    for done, i in enumerate(order):
+        p = fits[i]
+        # the bound holds for 1F1B (FreeCollectives); a configuration equal to the best
+        # is costed (the tie is broken by the label)
+        if not exhaustive and p.interleave == 1 and bounds[i] > best:
+            skipped.append(SkippedPoint(p, bounds[i]))
+        else:
+            r = simulate_iteration(model, p, topology, device, coster=cc, check_memory=False)
+            points.append(SearchPoint(p, r))
+            best = min(best, r.iteration_s)
         if progress is not None:
-            progress(i + 1, len(fits))
+            progress(done + 1, len(fits))
     points.sort(key=lambda x: (x.result.iteration_s, x.parallel.label()))
-    return SearchResult(tuple(points), len(cands), len(cands) - len(fits))
+    return SearchResult(tuple(points), len(cands), len(cands) - len(fits), tuple(skipped))
