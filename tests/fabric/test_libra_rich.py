@@ -25,8 +25,8 @@ from topocoll.fabric import (
     solve,
     workload_from_layered,
 )
-from topocoll.fabric.libra_check import sub_fabric
-from topocoll.fabric.libra_time import choose_algorithms
+from topocoll.fabric.libra.check import sub_fabric
+from topocoll.fabric.libra.timing import choose_algorithms
 from topocoll.workload import LAYERED, find_device
 
 NET = parse_network("hier:ring(4)x fc(4)x switch(8)")
@@ -71,7 +71,7 @@ def _cvxpy_perf(net, w, model, total):
     """The same perf problem in cvxpy (no overlap), solved independently."""
     import cvxpy as cp
 
-    from topocoll.fabric.libra_time import collective_terms
+    from topocoll.fabric.libra.timing import collective_terms
 
     D = len(net.dims)
     B = cp.Variable(D, pos=True)

@@ -109,7 +109,7 @@ def test_span_1f1b_is_the_workload_schedule_bit_for_bit():
 def test_partition_is_the_brute_force_optimum():
     import itertools
 
-    from topocoll.fabric.topoopt_job import _partition
+    from topocoll.fabric.topoopt.job import _partition
 
     rng = np.random.default_rng(1)
     for _ in range(20):

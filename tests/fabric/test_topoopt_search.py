@@ -22,7 +22,7 @@ from topocoll.fabric import (
     switch_fabric,
     topoopt_cost,
 )
-from topocoll.fabric.topoopt_search import _finder
+from topocoll.fabric.topoopt.search import _finder
 from topocoll.workload import LAYERED, Layer, LayeredModel, find_device
 
 A100 = find_device("a100-80g")

@@ -413,8 +413,8 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
     from the price table at the box's NIC rate), then scaled so that the bill meets the
     budget (the allocation's ratios kept)."""
     from ..workload import memory_per_gpu, parse_parallel
-    from .libra import LibraDim, LibraNetwork
-    from .libra_io import workload_from_model
+    from .libra.io import workload_from_model
+    from .libra.model import LibraDim, LibraNetwork
 
     dims = libra_dims(box, job.gpus, radix)
     k = len(dims) - 1
@@ -437,7 +437,7 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
     fixed = _libra_bill(box, job.gpus, [0.0] * k, prices, radix)
     empty = Design("libra", box.name, 1.0, 0.0, "", fixed, False)
     if isinstance(job.model, LayeredModel):
-        from .libra_io import workload_from_layered
+        from .libra.io import workload_from_layered
 
         if not fixed.cost_usd < budget:
             return replace(empty, reason=f"the budget is below the parts that do not scale "
@@ -470,7 +470,7 @@ def _libra_design(box: Box, job: DesignJob, budget: float, prices: PriceTable, r
 def _libra_allocated(box, job, budget, prices, radix, net, w, fixed, label
                      ) -> tuple[Design, Topology]:
     """LIBRA's ``perf`` allocation of ``w`` on ``net``, scaled to the budget."""
-    from .libra_solve import solve
+    from .libra.solver import solve
 
     nv = box.nvlink_Bps / 1e9
     res = solve(net, w, objective="perf", constraints=[f"B0 == {nv:.9g}"],

@@ -2,7 +2,7 @@
 
 A *phase* is an ``n x n`` matrix of bytes (``D[s, t]`` from rank ``s`` to rank ``t``), all
 of it in flight at once, as a training iteration's exchanges are (TopoOpt's model,
-:mod:`topocoll.fabric.topoopt_job`). :func:`run_phases` starts one peer per rank in its
+:mod:`topocoll.fabric.topoopt.job`). :func:`run_phases` starts one peer per rank in its
 namespace (:mod:`topocoll.testbed.demand_peer`): every peer opens one TCP connection to
 each rank it will ever send to, then, phase after phase, on the coordinator's word sends
 its row of the phase on those connections and reports the moment it has received its

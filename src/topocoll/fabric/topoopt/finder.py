@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
-from ..topology import Link, Topology
-from ..topology.totient import totient_jumps
+from ...errors import InputError
+from ...topology import Link, Topology
+from ...topology.totient import totient_jumps
 
 __all__ = ["FinderResult", "topology_finder", "split_degree", "mp_matchings"]
 

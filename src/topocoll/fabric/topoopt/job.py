@@ -68,12 +68,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
-from ..numeric import matmul
-from ..topology import Topology
-from ..workload import Device, LayeredModel, layered_forward_time
-from ..workload.iteration import BUCKET_BYTES
-from .linkload import LinkLoads
+from ...errors import InputError
+from ...numeric import matmul
+from ...topology import Topology
+from ...workload import Device, LayeredModel, layered_forward_time
+from ...workload.iteration import BUCKET_BYTES
+from ..linkload import LinkLoads
 
 __all__ = ["Job", "Traffic", "FabricEval", "Timing", "TOPOOPT_BATCH", "PIPELINE_DEGREES",
            "MICRO_BATCHES", "span_1f1b", "phase_matrices", "phase_flow_time", "flow_check"]
@@ -713,7 +713,7 @@ def phase_flow_time(links: LinkLoads, demand: np.ndarray, *, hashed: bool = True
     >>> phase_flow_time(ll, D, hashed=False)               # split: no link over 1 GB
     (1.0, 1.0)
     """
-    from ..sim.flow import simulate_transfers
+    from ...sim.flow import simulate_transfers
 
     D = np.asarray(demand, float)
     fluid = float((links.route(D[None])[:, 0] / links.capacity).max()) if D.any() else 0.0

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError, InputTypeError
-from ..numeric import dot
+from ...errors import InputError, InputTypeError
+from ...numeric import dot
 
 __all__ = ["LibraDim", "LibraNetwork", "LibraCollective", "LibraLayer", "LibraWorkload", "PRICES",
            "COST_CLASSES", "GB", "parse_network", "dimension_traffic", "check_workload",
@@ -133,7 +133,7 @@ def parse_network(text: str, cost_classes: Sequence[str] | None = None) -> Libra
         raise InputTypeError(f"a network must be a hier: spec or a file, got {text!r}",
                              item="--network")
     if text.strip().lower().startswith("hier:"):
-        from ..topology.spec import parse_dims
+        from ...topology.spec import parse_dims
 
         dims = parse_dims(text)
         blocks = []
@@ -143,7 +143,7 @@ def parse_network(text: str, cost_classes: Sequence[str] | None = None) -> Libra
                                  item=f"dimension '{kind}'")
             blocks.append((_BLOCKS[kind], size))
     else:
-        from ..topology.io import read_mapping
+        from ...topology.io import read_mapping
 
         p = Path(text)
         doc = read_mapping(p)

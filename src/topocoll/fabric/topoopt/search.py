@@ -4,7 +4,7 @@ the baselines it is compared with.
 
 Wang et al., "TopoOpt" (NSDI 2023), ``../shared/reference/algorithms.md`` sections 1.2,
 1.6 and 1.7. The strategy search is a Metropolis walk over per-layer choices
-(:class:`~topocoll.fabric.topoopt_job.Job`): a move changes one layer (a table to another
+(:class:`~topocoll.fabric.topoopt.job.Job`): a move changes one layer (a table to another
 server, a dense layer to another degree), is scored on the fixed topology, and is
 accepted when faster or with probability ``exp(-beta (t_new / t_cur - 1))``; the walk
 restarts from the best every ``clamp(steps / 100, 1, 1000)`` moves (the released code's
@@ -41,11 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
-from ..topology import Link, Topology
-from .prices import PriceTable, equivalent_fattree_bandwidth, topoopt_cost
-from .topoopt import FinderResult, mp_matchings, topology_finder
-from .topoopt_job import FabricEval, Job, Timing
+from ...errors import InputError
+from ...topology import Link, Topology
+from ..prices import PriceTable, equivalent_fattree_bandwidth, topoopt_cost
+from .finder import FinderResult, mp_matchings, topology_finder
+from .job import FabricEval, Job, Timing
 
 __all__ = ["SPLITS", "mcmc", "optimize", "TopoOptResult", "baselines", "switch_fabric",
            "expander_fabric", "describe_strategy", "fattree_fabric", "search_fixed",
@@ -272,7 +272,7 @@ def fattree_fabric(n: int, bandwidth: float, *, radix: int = 64,
     ``latency`` (a switch traversal is ``latency``, as :func:`switch_fabric`). ``fill``:
     ``"plan"`` fills each leaf before the next (the last may hold a few servers, with
     uplinks in proportion); ``"even"`` spreads the servers evenly over as many leaves."""
-    from ..topology.scaleout import clos_plan, leaf_ports
+    from ...topology.scaleout import clos_plan, leaf_ports
 
     if fill not in ("plan", "even"):
         raise InputError(f"fill must be 'plan' or 'even', got {fill!r}", item="fill")

@@ -53,8 +53,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
-from .libra import (
+from ...errors import InputError
+from .model import (
     GB,
     LibraCollective,
     LibraNetwork,
@@ -166,10 +166,10 @@ def dim_profile(block: str, n: int, c: int, phase: str, algorithm: str,
         a = dim_profile(block, n, c, phase, _natural(block, phase), latency_s)[0] \
             if latency_s else 0.0
         return a, (c - 1) / c
-    from ..cost import AlphaBeta
-    from ..errors import NotSupportedError
-    from ..selection import find_algorithm, synthesize
-    from ..topology.spec import parse_spec
+    from ...cost import AlphaBeta
+    from ...errors import NotSupportedError
+    from ...selection import find_algorithm, synthesize
+    from ...topology.spec import parse_spec
 
     kind = {"Ring": "ring", "FullyConnected": "fc", "Switch": "switch"}[block]
     links = 2 if block == "Ring" and n > 2 else (n - 1 if block == "FullyConnected" else 1)

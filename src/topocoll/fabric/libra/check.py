@@ -27,7 +27,7 @@ simulated time, so both numbers can be set side by side.
 Examples
 --------
 >>> from topocoll.fabric.libra import LibraCollective, LibraWorkload, parse_network
->>> from topocoll.fabric.libra_time import TimeModel
+>>> from topocoll.fabric.libra.timing import TimeModel
 >>> net = parse_network("hier:ring(4)x fc(8)")
 >>> w = LibraWorkload((LibraCollective("allreduce", 1e8, (4, 2)),), compute_s=0.0)
 >>> c = check_allocation(net, w, [50.0, 50.0])
@@ -45,8 +45,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .libra import GB, LibraNetwork, LibraWorkload, LibraWorkloadMix, check_workload
-from .libra_time import LIBRA_MODEL, TimeModel, collective_time, iteration_time
+from .model import GB, LibraNetwork, LibraWorkload, LibraWorkloadMix, check_workload
+from .timing import LIBRA_MODEL, TimeModel, collective_time, iteration_time
 
 __all__ = ["check_allocation", "sub_fabric", "MAX_ALLTOALL_RANKS"]
 
@@ -101,8 +101,8 @@ class _Simulator:
         self.simulations = 0
 
     def schedule(self, spec: str, kind: str):
-        from ..selection import find_algorithm, synthesize
-        from ..topology.spec import parse_spec
+        from ...selection import find_algorithm, synthesize
+        from ...topology.spec import parse_spec
 
         key = (kind, spec)
         if key not in self._sched:
@@ -113,8 +113,8 @@ class _Simulator:
         return self._sched[key]
 
     def _run(self, spec: str, kind: str, size: float) -> tuple[float, float]:
-        from ..cost import AlphaBeta
-        from ..sim.backends import cost_model
+        from ...cost import AlphaBeta
+        from ...sim.backends import cost_model
 
         top, sched, _ = self.schedule(spec, kind)
         self.simulations += 1

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, InputError
+from ...errors import InfeasibleError, InputError
 
 __all__ = ["Conic", "ConicSolution", "ACCEPT"]
 

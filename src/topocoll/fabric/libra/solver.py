@@ -39,8 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, InputError
-from .libra import (
+from ...errors import InfeasibleError, InputError
+from .conic import Conic
+from .model import (
     OBJECTIVES,
     LibraNetwork,
     LibraWorkload,
@@ -51,8 +52,7 @@ from .libra import (
     parse_constraint,
     workload_parts,
 )
-from .libra_conic import Conic
-from .libra_time import (
+from .timing import (
     LIBRA_MODEL,
     TimeModel,
     choose_algorithms,

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
-from ..workload import (
+from ...errors import InputError
+from ...workload import (
     Device,
     LayeredModel,
     Parallelism,
@@ -33,7 +33,7 @@ from ..workload import (
     layered_forward_time,
     stage_parameters,
 )
-from .libra import LibraCollective, LibraLayer, LibraNetwork, LibraWorkload
+from .model import LibraCollective, LibraLayer, LibraNetwork, LibraWorkload
 
 __all__ = ["read_libra_workload", "read_communicator", "read_cost_model", "communicators",
            "workload_from_model", "workload_from_layered", "LIBRA_TYPES",
@@ -47,7 +47,7 @@ _PHASES = ("Forward", "InputGrad", "WeightGrad")
 
 def read_communicator(path: str | Path, dims: int) -> dict[str, tuple[int, ...]]:
     """The three phases' NPU counts per dimension from a LIBRA communicator YAML."""
-    from ..topology.io import read_mapping
+    from ...topology.io import read_mapping
 
     p = Path(path)
     doc = read_mapping(p)
@@ -76,7 +76,7 @@ def read_cost_model(path: str | Path, net: LibraNetwork | None = None
     InputError
         Naming the file and the class or field that is wrong.
     """
-    from ..topology.io import read_mapping
+    from ...topology.io import read_mapping
 
     p = Path(path)
     doc = read_mapping(p)
