@@ -73,8 +73,8 @@ def design(
     seq: Annotated[int | None, typer.Option(help="Sequence length (default: the model's).")]
         = None,
     families: Annotated[str | None, typer.Option(
-        help="Fabric families, comma-separated (default: every one: fat-tree, rail, "
-             "rail-only, torus, topoopt).")] = None,
+        help="Fabric families, comma-separated (default: every registered one: fat-tree, "
+             "rail, rail-only, torus, topoopt, libra).")] = None,
     budget: Annotated[str | None, typer.Option(
         help="Network budget in dollars (8e6, $8M): each family's fastest design at this "
              "cost.")] = None,
@@ -122,7 +122,13 @@ def design(
     from dataclasses import replace
     from pathlib import Path
 
-    from ..fabric.design import DESIGN_ALGORITHMS, FAMILIES, DesignJob, design_fabrics
+    from ..fabric.design import (
+        DESIGN_ALGORITHMS,
+        DesignJob,
+        design_fabrics,
+        family_names,
+        find_family,
+    )
     from ..fabric.prices import PriceTable, read_price_table
     from ..sim.backends import backend_names
     from ..topology.boxes import find_box
@@ -138,11 +144,9 @@ def design(
     bxs = [find_box(b) for b in boxes]
     dev = find_device(device or bxs[0].gpu)
     fams = [f.strip() for f in families.split(",") if f.strip()] if families else \
-        list(FAMILIES)
+        list(family_names())
     for f in fams:
-        if f not in FAMILIES:
-            raise InputError(f"unknown fabric family {f!r}; known: {', '.join(FAMILIES)}",
-                             item=f)
+        find_family(f)
     if packet and gpus > 64:
         raise InputError(f"--packet re-checks jobs of up to 64 GPUs, --gpus is {gpus}",
                          item="--packet")

@@ -83,6 +83,11 @@ _WHERE = {
     "Design": "design",
     "DesignResult": "design",
     "family_topology": "design",
+    "Family": "design",
+    "register_family": "design",
+    "unregister_family": "design",
+    "family_names": "design",
+    "find_family": "design",
     "family_bill": "design",
     "torus_shape": "design",
     "rate_for_budget": "design",
@@ -135,6 +140,7 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "profile_summary", "packet_scores", "GradientExchange", "exchange_gradients",
            "FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill",
            "DesignJob", "Design", "DesignResult", "family_topology", "family_bill",
+           "Family", "register_family", "unregister_family", "family_names", "find_family",
            "torus_shape", "rate_for_budget", "evaluate_design", "design_fabrics", "PARTS",
            "design_curve", "libra_dims", "libra_topology"]
 

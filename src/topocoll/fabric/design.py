@@ -44,7 +44,8 @@ from ..topology.boxes import Box, find_box
 from ..topology.scaleout import cluster, cluster_plans
 from .prices import PriceTable
 
-__all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
+__all__ = ["FAMILIES", "Family", "register_family", "unregister_family", "family_names",
+           "find_family", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob", "Design",
            "DesignResult", "family_topology", "family_bill", "torus_shape", "rate_for_budget",
            "libra_dims", "libra_topology", "design_curve", "CURVE_MULTIPLES",
            "PACKET_RECHECK_GPUS", "TOPOOPT_ROUNDS", "FLOW_RECHECK_WHOLE_GPUS",
@@ -54,11 +55,9 @@ __all__ = ["FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill", "DesignJob",
 
 _GBPS = 1e9 / 8
 
-#: Fabric families, each a generator of routed fabrics of any size.
+#: The built-in fabric families, each a generator of routed fabrics of any size (with the
+#: registered ones: :func:`family_names`).
 FAMILIES = ("fat-tree", "rail", "rail-only", "torus", "topoopt", "libra")
-
-#: The families whose leaves can be oversubscribed.
-_CLOS = {"fat-tree": "fat-tree", "rail": "rail", "rail-only": "rail-only"}
 
 #: The collective algorithms a design is evaluated with: what NCCL-class libraries run
 #: (ring, double binary tree, hierarchical), not the exact optima (``--algorithms`` widens
@@ -123,6 +122,8 @@ class Design:
     bound: dict | None = None
     recheck: dict | None = None
     extra: dict = field(default_factory=dict)
+    #: the routed fabric it was evaluated on (not part of the record)
+    fabric: Topology | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"family": self.family, "box": self.box,
@@ -266,28 +267,124 @@ def _torus_cables(shape: Sequence[int]) -> tuple[int, int]:
     return elec, opt
 
 
+#: A bill line before pricing: (part, count, line rate in bytes/s or 0).
+PartCount = tuple[str, float, float]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A fabric family, or a design method, that :func:`design_fabrics` builds and costs.
+
+    A family is a routed fabric for any number of GPUs at one per-port line rate and the
+    parts it takes; :func:`design_fabrics` solves the line rate for a budget, walks the
+    product rates for a time target, prices the parts from the one price table and
+    evaluates the job on the fabric with the workload engine (:func:`evaluate_design`),
+    so every family returns the same :class:`Design` record. A design method that
+    chooses more than the fabric (TopoOpt: the fabric with the parallelism) gives
+    ``evaluate``; one that spends the budget itself (LIBRA: a line rate per dimension)
+    gives ``spend`` and no ``topology`` or ``parts``.
+
+    Parameters
+    ----------
+    name : str
+    description : str
+        One line for ``topocoll design --help`` and the docs.
+    topology : callable
+        ``topology(box, gpus, rate, *, oversubscription, radix, block)`` -> the routed
+        :class:`~topocoll.topology.Topology` (``rate``: bytes/s per port).
+    parts : callable
+        ``parts(box, gpus, rate, *, oversubscription, radix)`` -> ``[(part, count,
+        speed)]`` of :class:`~.prices.PriceTable` parts (the scale-up switch ports are
+        added when ``scaleup``).
+    oversubscribed : bool
+        Designed at every ``--oversubscription`` (Clos leaves); else at 1.
+    every_box : bool
+        One design per ``--box``; else only with the first box's GPU (a torus of chips).
+    whole_fabric : bool
+        Collectives keep the whole fabric (no sub-fabrics), so the flow-level re-check runs
+        only up to :data:`FLOW_RECHECK_WHOLE_GPUS`.
+    scaleup : bool
+        The fabric is built of the boxes (the GPUs must be whole boxes) and keeps their
+        scale-up switch (paid per GPU link).
+    evaluate : callable, optional
+        ``evaluate(design, job, box, *, algorithms, cost_model, cache, bounds)`` ->
+        ``(Design, Topology)`` instead of :func:`evaluate_design` on ``topology``.
+    spend : callable, optional
+        For a method that spends a budget itself instead of one line rate (LIBRA: a rate
+        per dimension): ``spend(box, job, budget, prices, radix)`` -> ``(Design,
+        Topology)``, or ``(Design, None)`` when it cannot (the design says why). The
+        engine evaluates the topology; at a line rate the budget is the rail Clos's at
+        that rate, for a time target the rail Clos's at each product rate in turn.
+    """
+
+    name: str
+    description: str
+    topology: Callable[..., Topology] | None
+    parts: Callable[..., list[PartCount]] | None
+    oversubscribed: bool = False
+    every_box: bool = True
+    whole_fabric: bool = False
+    scaleup: bool = True
+    evaluate: Callable[..., tuple[Design, Topology]] | None = None
+    spend: Callable[..., tuple[Design, Topology | None]] | None = None
+
+
+_FAMILY_TABLE: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> Family:
+    """Add ``family`` to what :func:`design_fabrics` and ``topocoll design`` accept.
+
+    Raises
+    ------
+    InputError
+        If a family of that name is registered already.
+    """
+    if family.name in _FAMILY_TABLE:
+        raise InputError(f"fabric family {family.name!r} is registered already",
+                         item=family.name)
+    _FAMILY_TABLE[family.name] = family
+    return family
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family added by :func:`register_family` (built-ins stay)."""
+    if name in FAMILIES:
+        raise InputError(f"{name!r} is a built-in family", item=name)
+    _FAMILY_TABLE.pop(name, None)
+
+
+def family_names() -> tuple[str, ...]:
+    """Every family :func:`design_fabrics` accepts: the built-ins, then the registered."""
+    return tuple(_FAMILY_TABLE)
+
+
+def find_family(name: str) -> Family:
+    """The registered family called ``name``.
+
+    Raises
+    ------
+    InputError
+        If there is none (the message lists the known ones).
+    """
+    fam = _FAMILY_TABLE.get(name)
+    if fam is None:
+        raise InputError(f"unknown fabric family {name!r}; known: "
+                         f"{', '.join(family_names())}", item=name)
+    return fam
+
+
 def family_topology(family: str, box: Box, gpus: int, rate: float, *,
                     oversubscription: float = 1.0, radix: int = 64,
                     block: int | None = None) -> Topology:
     """The routed fabric of ``family`` for ``gpus`` GPUs of ``box`` at ``rate`` bytes/s
     per port (``block``: ``topoopt``'s boxes per data-parallel group)."""
-    if family in _CLOS:
-        return cluster(box.name, _boxes(box, gpus), _CLOS[family], nic_bandwidth=rate,
-                       oversubscription=oversubscription, radix=radix)
-    if family == "topoopt":
-        return cluster(box.name, _boxes(box, gpus), "direct", nic_bandwidth=rate,
-                       block=block)
-    if family == "libra":
-        raise InputError("a libra design's bandwidths come from its allocation "
-                         "(libra_topology)", item=family)
-    if family == "torus":
-        from ..topology.generators import torus
-
-        shape = torus_shape(gpus)
-        return torus(shape, bandwidth=rate,
-                     name=f"torus:{'x'.join(map(str, shape))},bw={rate / _GBPS:g}Gbps")
-    raise InputError(f"unknown fabric family {family!r}; known: {', '.join(FAMILIES)}",
-                     item=family)
+    fam = find_family(family)
+    if fam.topology is None:
+        raise InputError(f"a {family} design's fabric comes from its own method, not one "
+                         f"line rate", item=family)
+    return fam.topology(box, gpus, rate, oversubscription=oversubscription, radix=radix,
+                        block=block)
 
 
 def _boxes(box: Box, gpus: int) -> int:
@@ -299,55 +396,70 @@ def _boxes(box: Box, gpus: int) -> int:
 
 def family_bill(family: str, box: Box, gpus: int, rate: float, prices: PriceTable, *,
                 oversubscription: float = 1.0, radix: int = 64) -> Bill:
-    """What ``family``'s design costs and draws (see the module docstring of
-    :mod:`topocoll.fabric.prices` for the parts).
+    """What ``family``'s design costs and draws: its parts (:attr:`Family.parts`) priced
+    by ``prices`` (see the module docstring of :mod:`topocoll.fabric.prices`), with the
+    box's scale-up switch ports where the family keeps them."""
+    fam = find_family(family)
+    if fam.parts is None:
+        raise InputError(f"a {family} design's bill comes from its own method, not one "
+                         f"line rate", item=family)
+    counts = list(fam.parts(box, gpus, rate, oversubscription=oversubscription,
+                            radix=radix))
+    if fam.scaleup:
+        counts.append(("scaleup_port", gpus * box.nvlink_links, 0.0))
+    return Bill(tuple((part, float(count), speed, prices.price(part, speed),
+                       prices.power(part, speed)) for part, count, speed in counts if count))
 
-    - Clos families: a NIC per GPU; every cable (NIC to leaf, leaf to spine, aggregation
-      to core) a transceiver at each end, a fiber and a switch port at each switch end.
-    - ``topoopt``: per box, one port per GPU: NIC, transceiver, patch-panel port and half
-      a fiber (TopoOpt's direct-connect count).
-    - ``torus``: six NIC-class ports per chip; copper cables inside 4x4x4 cubes; every
-      other cable two transceivers, two OCS ports and a fiber.
-    - Every family with a scale-up switch pays ``scaleup_port`` per GPU link of it.
-    """
-    p = prices
-    lines: list[tuple[str, float, float, float, float]] = []
 
-    def add(part: str, count: float, speed: float = 0.0) -> None:
-        if count:
-            lines.append((part, float(count), speed, p.price(part, speed),
-                          p.power(part, speed)))
+# -- the built-in families ------------------------------------------------------------------
 
-    if family in _CLOS:
-        plans = cluster_plans(box.gpus, _boxes(box, gpus), _CLOS[family], radix=radix,
+def _clos(kind: str) -> Family:
+    """A folded Clos of boxes (:func:`~topocoll.topology.scaleout.cluster`): a NIC per
+    GPU; every cable (NIC to leaf, leaf to spine, aggregation to core) a transceiver at
+    each end, a fiber and a switch port at each switch end."""
+
+    def topology(box, gpus, rate, *, oversubscription=1.0, radix=64, block=None):
+        return cluster(box.name, _boxes(box, gpus), kind, nic_bandwidth=rate,
+                       oversubscription=oversubscription, radix=radix)
+
+    def parts(box, gpus, rate, *, oversubscription=1.0, radix=64):
+        plans = cluster_plans(box.gpus, _boxes(box, gpus), kind, radix=radix,
                               oversubscription=oversubscription)
         cables = sum(sum(pl.cables) for pl in plans)
-        add("nic", gpus, rate)
-        add("transceiver", 2 * cables, rate)
-        add("fiber", cables)
-        add("switch_port", sum(pl.ports for pl in plans), rate)
-    elif family == "topoopt":
-        ports = gpus
-        add("nic", ports, rate)
-        add("transceiver", ports, rate)
-        add("patch_panel_port", ports)
-        add("fiber", ports / 2)
-    elif family == "libra":
-        raise InputError("a libra design's bill comes from its allocation", item=family)
-    elif family == "torus":
-        shape = torus_shape(gpus)
-        elec, opt = _torus_cables(shape)
-        add("nic", 2 * (elec + opt), rate)
-        add("dac", elec, rate)
-        add("transceiver", 2 * opt, rate)
-        add("ocs_port", 2 * opt)
-        add("fiber", opt)
-    else:
-        raise InputError(f"unknown fabric family {family!r}; known: {', '.join(FAMILIES)}",
-                         item=family)
-    if family != "torus":
-        add("scaleup_port", gpus * box.nvlink_links)
-    return Bill(tuple(lines))
+        return [("nic", gpus, rate), ("transceiver", 2 * cables, rate), ("fiber", cables, 0.0),
+                ("switch_port", sum(pl.ports for pl in plans), rate)]
+
+    desc = {"fat-tree": "top-of-rack leaves, 2 or 3 tiers, any oversubscription",
+            "rail": "rail-optimized Clos (one leaf per GPU index)",
+            "rail-only": "rails without a spine; cross-rail traffic through the box"}[kind]
+    return Family(kind, desc, topology, parts, oversubscribed=True)
+
+
+def _torus_topology(box, gpus, rate, *, oversubscription=1.0, radix=64, block=None):
+    from ..topology.generators import torus
+
+    shape = torus_shape(gpus)
+    return torus(shape, bandwidth=rate,
+                 name=f"torus:{'x'.join(map(str, shape))},bw={rate / _GBPS:g}Gbps")
+
+
+def _torus_parts(box, gpus, rate, *, oversubscription=1.0, radix=64):
+    """Six NIC-class ports per chip; copper cables inside 4x4x4 cubes; every other cable
+    two transceivers, two OCS ports and a fiber."""
+    elec, opt = _torus_cables(torus_shape(gpus))
+    return [("nic", 2 * (elec + opt), rate), ("dac", elec, rate),
+            ("transceiver", 2 * opt, rate), ("ocs_port", 2 * opt, 0.0), ("fiber", opt, 0.0)]
+
+
+def _topoopt_topology(box, gpus, rate, *, oversubscription=1.0, radix=64, block=None):
+    return cluster(box.name, _boxes(box, gpus), "direct", nic_bandwidth=rate, block=block)
+
+
+def _topoopt_parts(box, gpus, rate, *, oversubscription=1.0, radix=64):
+    """Per box, one port per GPU: NIC, transceiver, patch-panel port and half a fiber
+    (TopoOpt's direct-connect count)."""
+    return [("nic", gpus, rate), ("transceiver", gpus, rate), ("patch_panel_port", gpus, 0.0),
+            ("fiber", gpus / 2, 0.0)]
 
 
 def libra_dims(box: Box, gpus: int, radix: int = 64) -> tuple[int, ...]:
@@ -528,6 +640,7 @@ def evaluate_design(design: Design, topology: Topology, job: DesignJob, *,
     """``design`` with the job's best parallelism on ``topology`` filled in (search over
     every factorization that fits; the winner re-simulated with bounds proved, so the
     record says how close its collectives are to what the fabric allows)."""
+    design = replace(design, fabric=topology)
     from ..workload import LayeredModel, search_parallelism, simulate_iteration
 
     if isinstance(job.model, LayeredModel):
@@ -647,24 +760,16 @@ def _evaluate_topoopt(d: Design, job: DesignJob, box: Box, *, algorithms, cost_m
 def _candidates(families: Sequence[str], boxes: Sequence[Box],
                 oversubscriptions: Sequence[float]) -> list[tuple[str, Box, float]]:
     out = []
-    for fam in families:
-        if fam not in FAMILIES:
-            raise InputError(f"unknown fabric family {fam!r}; known: {', '.join(FAMILIES)}",
-                             item=fam)
-        if fam == "torus":
-            out.append((fam, boxes[0], 1.0))
-            continue
-        if fam == "libra":
-            out.extend((fam, box, 1.0) for box in boxes)
-            continue
-        for box in boxes:
-            for o in (oversubscriptions if fam in _CLOS else (1.0,)):
-                out.append((fam, box, float(o)))
+    for name in families:
+        fam = find_family(name)
+        for box in (boxes if fam.every_box else boxes[:1]):
+            for o in (oversubscriptions if fam.oversubscribed else (1.0,)):
+                out.append((name, box, float(o)))
     return out
 
 
 def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
-                   families: Sequence[str] = FAMILIES,
+                   families: Sequence[str] | None = None,
                    oversubscriptions: Sequence[float] = (1.0,),
                    budget: float | None = None, time_target: float | None = None,
                    prices: PriceTable | None = None, radix: int = 64,
@@ -677,6 +782,7 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
     questions); with ``recheck`` the winner is simulated again at flow level; with
     ``libra_equal_split`` every ``libra`` design is compared with the same budget split
     equally between its scale-out dimensions (LIBRA's baseline), both by the engine.
+    ``families`` defaults to every registered one (:func:`family_names`).
 
     Raises
     ------
@@ -691,6 +797,8 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
     if time_target is not None and not (math.isfinite(time_target) and time_target > 0):
         raise InputError(f"--time-target must be positive seconds, got {time_target}",
                          item="--time-target")
+    if families is None:
+        families = family_names()
     if not families:
         raise InputError("no fabric family given", item="--families")
     for o in oversubscriptions:
@@ -701,7 +809,7 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
     bxs = [find_box(b) if isinstance(b, str) else b for b in boxes]
     cands = _candidates(families, bxs, oversubscriptions)
     for fam, box, _ in cands:
-        if fam != "torus":
+        if find_family(fam).scaleup:
             _boxes(box, job.gpus)
     reference = None
     if rate is not None and (budget is not None or time_target is not None):
@@ -725,19 +833,20 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
         def bill(rate, fam=fam, box=box, o=o):
             return family_bill(fam, box, job.gpus, rate, p, oversubscription=o, radix=radix)
 
-        if fam == "libra":
+        spend = find_family(fam).spend
+        if spend is not None:
             if mode == "time-target":
-                designs.append(_libra_to_target(box, job, time_target, p, radix,
+                designs.append(_spend_to_target(spend, box, job, time_target, p, radix,
                                                 algorithms, cost_model, cache, bounds))
                 continue
             # at a line rate: the budget of the rail-optimized Clos at that rate
             lb = budget if mode != "rate" else family_bill("rail", box, job.gpus, rate, p,
                                                            radix=radix).cost_usd
-            d, topo = _libra_design(box, job, lb, p, radix)
+            d, topo = spend(box, job, lb, p, radix)
             if topo is not None:
                 d = evaluate_design(d, topo, job, algorithms=algorithms,
                                     cost_model=cost_model, cache=cache, bounds=bounds)
-                if libra_equal_split:
+                if libra_equal_split and fam == "libra":
                     d.extra["libra"]["equal_split"] = _libra_equal_split(
                         d, box, job, lb, p, radix, algorithms, cost_model, cache)
             designs.append(d)
@@ -754,16 +863,8 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
                                   f"the budget is below the parts that do not scale with "
                                   f"the line rate ({b0.cost_usd:,.0f} USD)"))
             continue
-        if fam == "topoopt":
-            d = Design(fam, box.name, o, r_fam, "", bill(r_fam), True)
-            designs.append(_evaluate_topoopt(d, job, box, algorithms=algorithms,
-                                             cost_model=cost_model, cache=cache,
-                                             bounds=bounds)[0])
-            continue
-        topo = family_topology(fam, box, job.gpus, r_fam, oversubscription=o, radix=radix)
-        d = Design(fam, box.name, o, r_fam, topo.name, bill(r_fam), True)
-        designs.append(evaluate_design(d, topo, job, algorithms=algorithms,
-                                       cost_model=cost_model, cache=cache, bounds=bounds))
+        designs.append(_build(fam, box, o, r_fam, bill(r_fam), job, radix, algorithms,
+                              cost_model, cache, bounds)[0])
     res = DesignResult(mode, budget, time_target, reference, tuple(designs))
     if recheck and res.winner is not None:
         _recheck(res.winner, job, boxes=bxs, radix=radix, algorithms=algorithms, cache=cache,
@@ -835,7 +936,6 @@ def budget_sensitivity(result: DesignResult, job: DesignJob, *,
 #: route sub-fabrics), and the largest job whose winner of those is re-checked at flow
 #: level: a data-parallel all-reduce over 8,192 GPUs of a hierarchy took more than ten
 #: minutes at flow level.
-_WHOLE_FABRIC = ("libra", "torus")
 FLOW_RECHECK_WHOLE_GPUS = 2048
 
 #: The largest job whose winner is re-checked at packet level on request (``packet``):
@@ -865,20 +965,14 @@ def _recheck(d: Design, job: DesignJob, *, boxes, radix, algorithms, cache,
     from ..sim.backends import cost_model
     from ..workload import parse_parallel, simulate_iteration
 
-    if d.family in _WHOLE_FABRIC and job.gpus > FLOW_RECHECK_WHOLE_GPUS:
+    if find_family(d.family).whole_fabric and job.gpus > FLOW_RECHECK_WHOLE_GPUS:
         d.recheck = {"backend": "flow", "skipped":
                      f"a {d.family} fabric has no sub-fabrics (every collective is simulated "
                      f"on all {job.gpus:,} GPUs' links); the flow-level re-check is run up "
                      f"to {FLOW_RECHECK_WHOLE_GPUS:,} GPUs"}
         return
-    box = next(b for b in boxes if b.name == d.box)
-    if d.family == "libra":
-        topo = libra_topology(box, job.gpus, [g * _GBPS for g in
-                                              d.extra["libra"]["scaleout_gbps"]], radix=radix)
-    else:
-        topo = family_topology(d.family, box, job.gpus, d.rate_Bps,
-                               oversubscription=d.oversubscription, radix=radix,
-                               block=d.extra.get("topoopt", {}).get("block"))
+    topo = d.fabric                # every evaluated design carries its fabric
+    assert topo is not None, d.family
     from ..workload import LayeredModel, simulate_dp_iteration
 
     def run(backend: str):
@@ -917,15 +1011,16 @@ def _libra_equal_split(d: Design, box: Box, job: DesignJob, budget: float,
             "parallel": e.parallel}
 
 
-def _libra_to_target(box, job, target, prices, radix, algorithms, cost_model, cache,
+def _spend_to_target(spend, box, job, target, prices, radix, algorithms, cost_model, cache,
                      bounds) -> Design:
-    """LIBRA's allocation at the budgets of the product line rates' reference bills (the
-    cost of a rail-optimized Clos at each rate), the first that meets ``target``."""
+    """A budget-spending method (LIBRA's allocation) at the budgets of the product line
+    rates' reference bills (the cost of a rail-optimized Clos at each rate), the first
+    that meets ``target``."""
     last = None
     for gbps in PRODUCT_GBPS:
         budget = family_bill("rail", box, job.gpus, gbps * _GBPS, prices,
                              radix=radix).cost_usd
-        d, topo = _libra_design(box, job, budget, prices, radix)
+        d, topo = spend(box, job, budget, prices, radix)
         if topo is None:
             return d
         d = evaluate_design(d, topo, job, algorithms=algorithms, cost_model=cost_model,
@@ -947,15 +1042,8 @@ def _to_target(fam, box, o, bill, job, target, radix, algorithms, cost_model, ca
     last = None
     for gbps in PRODUCT_GBPS:
         rate = gbps * _GBPS
-        if fam == "topoopt":
-            d, topo = _evaluate_topoopt(Design(fam, box.name, o, rate, "", bill(rate), True),
-                                        job, box, algorithms=algorithms,
-                                        cost_model=cost_model, cache=cache, bounds=False)
-        else:
-            topo = family_topology(fam, box, job.gpus, rate, oversubscription=o, radix=radix)
-            d = evaluate_design(Design(fam, box.name, o, rate, topo.name, bill(rate), True),
-                                topo, job, algorithms=algorithms, cost_model=cost_model,
-                                cache=cache, bounds=False)
+        d, topo = _build(fam, box, o, rate, bill(rate), job, radix, algorithms, cost_model,
+                         cache, False)
         if not d.feasible:
             return d
         if d.iteration_s <= target:
@@ -969,3 +1057,33 @@ def _to_target(fam, box, o, bill, job, target, radix, algorithms, cost_model, ca
     return replace(last, feasible=False,
                    reason=f"misses {target:g} s even at {PRODUCT_GBPS[-1]} Gb/s per port "
                           f"({last.iteration_s:.3g} s)")
+
+
+def _build(name: str, box: Box, o: float, rate: float, bill: Bill, job: DesignJob,
+           radix: int, algorithms, cost_model, cache, bounds: bool
+           ) -> tuple[Design, Topology]:
+    """``name``'s design at one line rate, evaluated by the workload engine (or by the
+    family's own ``evaluate``)."""
+    fam = find_family(name)
+    if fam.evaluate is not None:
+        return fam.evaluate(Design(name, box.name, o, rate, "", bill, True), job, box,
+                            algorithms=algorithms, cost_model=cost_model, cache=cache,
+                            bounds=bounds)
+    topo = family_topology(name, box, job.gpus, rate, oversubscription=o, radix=radix)
+    d = Design(name, box.name, o, rate, topo.name, bill, True)
+    return evaluate_design(d, topo, job, algorithms=algorithms, cost_model=cost_model,
+                           cache=cache, bounds=bounds), topo
+
+
+for _kind in ("fat-tree", "rail", "rail-only"):
+    register_family(_clos(_kind))
+register_family(Family("torus", "a 3-D torus of the GPUs, TPU-like: 4x4x4 cubes on copper, "
+                       "the faces through optical circuit switches; no scale-up switch",
+                       _torus_topology, _torus_parts, every_box=False, whole_fabric=True,
+                       scaleup=False))
+register_family(Family("topoopt", "TopoOpt's direct connect of boxes by TotientPerms rings, "
+                       "host forwarding, co-optimized with the parallelism",
+                       _topoopt_topology, _topoopt_parts, evaluate=_evaluate_topoopt))
+register_family(Family("libra", "LIBRA's bandwidth per dimension of a multi-dimensional "
+                       "fabric of boxes under the budget", None, None, whole_fabric=True,
+                       spend=_libra_design))
