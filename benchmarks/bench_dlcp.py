@@ -36,12 +36,14 @@ def _clear_engine_cache() -> int:
     """Remove the compiled engine's numba cache files; returns how many."""
     import topocoll.sim as sim
 
-    cache = Path(sim.__file__).parent / "__pycache__"
+    root = Path(sim.__file__).parent
     gone = 0
-    for f in cache.glob("*"):
-        if f.name.startswith(("_dlcpcore.", "events.")) and f.suffix in (".nbi", ".nbc"):
-            f.unlink()
-            gone += 1
+    for cache, prefix in ((root / "dlcp" / "__pycache__", "_core."),
+                          (root / "__pycache__", "events.")):
+        for f in cache.glob("*"):
+            if f.name.startswith(prefix) and f.suffix in (".nbi", ".nbc"):
+                f.unlink()
+                gone += 1
     return gone
 
 
@@ -63,14 +65,14 @@ def _cpu() -> str:
 
 
 def main(argv: list[str]) -> None:
-    from topocoll.fabric import run_dlcp
-    from topocoll.sim.dlcp_engine import simulate_messages
+    from topocoll.sim.dlcp.engine import simulate_messages
     from topocoll.studies.dlcp import SCALE, STUDY_TOPOLOGY, window_for
+    from topocoll.studies.dlcp_scenario import run_dlcp
     from topocoll.topology.spec import parse_spec
     from topocoll.workload import LAYERED
 
     events = []
-    import topocoll.fabric.dlcp as mod
+    import topocoll.studies.dlcp_scenario as mod
 
     def counting(*a, **kw):             # the engine, counting its events
         r = simulate_messages(*a, **kw)

@@ -228,7 +228,7 @@ def test_overlap_needs_layers_and_lists_need_one_value_per_dimension():
 
 def test_fabric_imports_only_what_it_uses():
     code = ("import sys, topocoll.fabric as f; f.solve; "
-            "print(sorted(m for m in ('topocoll.sim.dlcp_engine', 'topocoll.fabric.topoopt',"
+            "print(sorted(m for m in ('topocoll.sim.dlcp.engine', 'topocoll.fabric.topoopt',"
             " 'cvxpy', 'topocoll.synth') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

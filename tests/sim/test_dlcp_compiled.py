@@ -10,19 +10,25 @@ import numpy as np
 import pytest
 
 from topocoll.errors import InputError
-from topocoll.fabric import SCHEMES, background_flows, dlcp_messages, dlcp_table
-from topocoll.fabric.dlcp import _FLAT, _policy
-from topocoll.sim import _dlcpcore
-from topocoll.sim.dlcp_engine import Message, MessageTable, simulate_messages
-from topocoll.sim.gradient_packets import packetize
-from topocoll.sim.queue_policies import (
+from topocoll.sim.dlcp import _core as _dlcpcore
+from topocoll.sim.dlcp.engine import Message, MessageTable, simulate_messages
+from topocoll.sim.dlcp.gradient_packets import packetize
+from topocoll.sim.dlcp.queue_policies import (
     BandLimits,
     DropTail,
     ECNMarking,
     SelectiveDrop,
     StrictPriority,
 )
-from topocoll.sim.transport_policies import DCTCP
+from topocoll.sim.dlcp.transport_policies import DCTCP
+from topocoll.studies.dlcp_scenario import (
+    _FLAT,
+    SCHEMES,
+    _policy,
+    background_flows,
+    dlcp_messages,
+    dlcp_table,
+)
 from topocoll.topology.spec import parse_spec
 from topocoll.workload import LAYERED
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from topocoll.errors import InputError
-from topocoll.sim.bounded_loss import BoundedLossReceiver, loss_allowed
-from topocoll.sim.dlcp_engine import Message, simulate_messages
-from topocoll.sim.gradient_packets import magnitude_buckets, packet_priority, packetize
-from topocoll.sim.queue_policies import DropTail, SelectiveDrop, StrictPriority
+from topocoll.sim.dlcp.bounded_loss import BoundedLossReceiver, loss_allowed
+from topocoll.sim.dlcp.engine import Message, simulate_messages
+from topocoll.sim.dlcp.gradient_packets import magnitude_buckets, packet_priority, packetize
+from topocoll.sim.dlcp.queue_policies import DropTail, SelectiveDrop, StrictPriority
 from topocoll.topology.spec import parse_spec
 
 
@@ -128,8 +128,8 @@ def test_band_limits_keep_a_class_of_its_own_under_a_burst_of_another():
     in the time it would take alone and only class 6 drops (its band fills while it is
     starved); with one shared buffer (strict priority, drop-tail) the class-6 burst
     already queued takes room that class 1 then lacks."""
-    from topocoll.sim.gradient_packets import GradientPacket
-    from topocoll.sim.queue_policies import BandLimits
+    from topocoll.sim.dlcp.gradient_packets import GradientPacket
+    from topocoll.sim.dlcp.queue_policies import BandLimits
 
     t = parse_spec("leafspine:leaves=2,spines=2,hosts=2,bw=50Mbps")
     size = 1400 + 64

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from topocoll.errors import InputError
-from topocoll.sim.dlcp_engine import Message, simulate_messages
-from topocoll.sim.gradient_packets import packetize
-from topocoll.sim.queue_policies import DropTail, ECNMarking
-from topocoll.sim.transport_policies import DCTCP, FixedWindow
+from topocoll.sim.dlcp.engine import Message, simulate_messages
+from topocoll.sim.dlcp.gradient_packets import packetize
+from topocoll.sim.dlcp.queue_policies import DropTail, ECNMarking
+from topocoll.sim.dlcp.transport_policies import DCTCP, FixedWindow
 from topocoll.topology.spec import parse_spec
 
 

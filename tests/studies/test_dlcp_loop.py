@@ -62,7 +62,7 @@ def test_energy_lost_is_the_missing_elements_share_of_the_squared_gradient(monke
     """With a stand-in engine that loses the first element of worker 0's gradient, the
     step records that element's share of the elements and of the squared gradient."""
     import topocoll.studies.dlcp_loop as mod
-    from topocoll.fabric import GradientExchange
+    from topocoll.studies.dlcp_scenario import GradientExchange
 
     seen = []
 

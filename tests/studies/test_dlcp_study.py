@@ -49,8 +49,8 @@ def test_study_pipeline_runs_the_larger_fabrics_and_writes_its_artifacts(tmp_pat
     time to accuracy, and the artifacts without wall times."""
     import json
 
-    from topocoll.fabric import run_dlcp
     from topocoll.studies.dlcp import run_dlcp_study, write_dlcp_study
+    from topocoll.studies.dlcp_scenario import run_dlcp
     from topocoll.topology.spec import parse_spec
     from topocoll.workload import LAYERED
 

@@ -295,3 +295,30 @@ def test_spread_paths_bad_input_names_the_field():
     with pytest.raises(TopologyError) as e:
         spread_paths(t, [[0, 99]], [0])
     assert e.value.item == "node 99"
+
+
+@pytest.mark.parametrize("spec", ["fattree:k=4", "dgx:2", "torus:4x4", "ring:7",
+                                  "leafspine:leaves=4,spines=2,hosts=4", "dgx-h100:2",
+                                  "twotier:racks=3,hosts=4,spines=2"])
+def test_shortest_path_sets_equal_networkx_all_shortest_paths(spec):
+    """The explicit path sets DLCP's engine reads, against networkx's enumeration (every
+    minimum-hop node path, sorted, the first ``limit``), parallel links as the lowest id."""
+    import networkx as nx
+
+    from topocoll.topology.routing import shortest_path_sets
+    from topocoll.topology.spec import parse_spec
+
+    t = parse_spec(spec)
+    g, idx = nx.DiGraph(), {}
+    for i, lk in enumerate(t.links):
+        if (lk.src, lk.dst) not in idx:
+            idx[(lk.src, lk.dst)] = i
+            g.add_edge(lk.src, lk.dst)
+    for limit in (1, 3, 16):
+        got = shortest_path_sets(t, range(t.num_ranks), limit)
+        for s in range(t.num_ranks):
+            for d in range(t.num_ranks):
+                if s != d:
+                    want = [tuple(idx[(a, b)] for a, b in zip(p, p[1:], strict=False))
+                            for p in sorted(nx.all_shortest_paths(g, s, d))[:limit]]
+                    assert got[(s, d)] == want, (s, d, limit)

@@ -50,9 +50,9 @@ def dlcp(
     scheme."""
     from rich.progress import Progress
 
-    from ..fabric import SCHEMES as DLCP_SCHEMES
-    from ..fabric import run_dlcp
     from ..procs import available_cores
+    from ..studies.dlcp_scenario import SCHEMES as DLCP_SCHEMES
+    from ..studies.dlcp_scenario import run_dlcp
     from ..topology.spec import parse_spec
     from ..units import parse_size
     from ..workload import LAYERED
@@ -88,7 +88,7 @@ def dlcp(
                         background_class=background_class,
                         jobs=jobs or available_cores(), transport=transport,
                         progress=lambda s: bar.update(task, advance=1, description=s))
-    from ..fabric import profile_summary
+    from ..studies.dlcp_scenario import profile_summary
 
     for r in recs:            # the raw profile is for training; its summary is printed
         r.update(profile_summary(r.pop("loss_profile")))

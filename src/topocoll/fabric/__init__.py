@@ -1,24 +1,14 @@
-"""Fabric design: LIBRA (bandwidth per dimension under cost), TopoOpt (a direct-connect
-optical topology co-optimized with the parallelization strategy) and DLCP's scenario
-(packet priorities, selective dropping and bounded loss under background load)."""
+"""Fabric design: which fabric to build (``design``: every family at equal cost on the
+workload engine), LIBRA (``libra/``: bandwidth per dimension under cost), TopoOpt
+(``topoopt/``: a direct-connect optical topology co-optimized with the parallelization
+strategy), the price table and link loads. DLCP's scenario is
+:mod:`topocoll.studies.dlcp_scenario`, its engine :mod:`topocoll.sim.dlcp`."""
 
 from ..lazy import lazy_exports
 
 #: Where each public name lives; imported on first use so that one part of the
 #: package (LIBRA's command line, say) does not pay for the others.
 _WHERE = {
-    "PATTERNS": "dlcp",
-    "SCHEMES": "dlcp",
-    "TRANSPORTS": "dlcp",
-    "background_flows": "dlcp",
-    "dlcp_messages": "dlcp",
-    "dlcp_table": "dlcp",
-    "run_dlcp": "dlcp",
-    "loss_profile": "dlcp",
-    "profile_summary": "dlcp",
-    "packet_scores": "dlcp",
-    "GradientExchange": "dlcp",
-    "exchange_gradients": "dlcp",
     "COST_CLASSES": "libra.model",
     "OBJECTIVES": "libra.model",
     "PRICES": "libra.model",
@@ -134,11 +124,7 @@ __all__ = ["COST_CLASSES", "OBJECTIVES", "PRICES", "LibraCollective", "LibraDim"
            "flow_check",
            "PIPELINE_DEGREES",
            "MICRO_BATCHES",
-           "SPLITS", "mp_matchings", "SCHEMES", "PATTERNS",
-           "TRANSPORTS",
-           "background_flows", "dlcp_messages", "dlcp_table", "run_dlcp", "loss_profile",
-           "profile_summary", "packet_scores", "GradientExchange", "exchange_gradients",
-           "FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill",
+           "SPLITS", "mp_matchings", "FAMILIES", "DESIGN_ALGORITHMS", "PRODUCT_GBPS", "Bill",
            "DesignJob", "Design", "DesignResult", "family_topology", "family_bill",
            "Family", "register_family", "unregister_family", "family_names", "find_family",
            "torus_shape", "rate_for_budget", "evaluate_design", "design_fabrics", "PARTS",

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fabric import SCHEMES, profile_summary, run_dlcp
 from ..topology.spec import parse_spec
 from ..workload import LAYERED
 from ._common import save_figure
 from .dlcp_convergence import run_convergence, train_with_loss
+from .dlcp_scenario import SCHEMES, profile_summary, run_dlcp
 
 __all__ = ["STUDY_TOPOLOGY", "SCALE", "SCALE_SCHEMES", "PAYLOADS", "IN_FLIGHT", "window_for",
            "run_dlcp_study", "write_dlcp_study", "steps_to", "render_tables"]

@@ -18,7 +18,7 @@ replicas never diverge. A push of one layer's gradient is one message, cut into 
   message's packets under congestion, up to the receiver's budget); layers nearer the
   output lose first when a tie has to be broken;
 - ``engine``: what the packet engine dropped (``profile``, from
-  :func:`~topocoll.fabric.dlcp.loss_profile`): every message draws one of the engine's
+  :func:`~topocoll.studies.dlcp_scenario.loss_profile`): every message draws one of the engine's
   lossy messages (seeded), with its share of messages that lost nothing, and loses the
   blocks at the same places of its importance order (smallest mean ``|g|`` first).
 

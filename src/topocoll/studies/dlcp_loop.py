@@ -5,9 +5,10 @@ time (``docs/studies/dlcp.md``, "Real gradients in the loop").
 Every optimizer step: each of ``workers`` data-parallel workers computes the gradient of
 its share of the batch (torch; scikit-learn's digits, the seeded 80/20 split of
 :mod:`topocoll.studies.dlcp_convergence`; an MLP ``64-H-...-H-10``); the step's exchange
-runs through the packet engine (:func:`~topocoll.fabric.exchange_gradients`): the
-messages :func:`~topocoll.fabric.run_dlcp` would send for this model, the packets of each
-push ranked by the mean ``|g|`` they carry, background seeded by the step. What the engine
+runs through the packet engine
+(:func:`~topocoll.studies.dlcp_scenario.exchange_gradients`): the messages
+:func:`~topocoll.studies.dlcp_scenario.run_dlcp` would send for this model, the packets of
+each push ranked by the mean ``|g|`` they carry, background seeded by the step. What the engine
 dropped within the bounded-loss budget is missing from the parameter server's sum (the
 receiver's zero fill, divided by all workers as the server does); the reliable pull gives
 every worker the same update. A step costs the engine's iteration time plus ``compute_s``.
@@ -35,12 +36,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, NotSupportedError
-from ..fabric import exchange_gradients
-from ..sim.dlcp_engine import shortest_paths
+from ..sim.dlcp.engine import shortest_paths
 from ..topology.spec import parse_spec
 from ..workload import Layer, LayeredModel
 from ._common import write_tables
 from .dlcp_convergence import digits_split
+from .dlcp_scenario import exchange_gradients
 
 __all__ = ["LOOP_TOPOLOGY", "LOOP_CASES", "mlp", "train_in_loop", "run_loop", "render_loop",
            "write_loop"]
@@ -49,7 +50,7 @@ __all__ = ["LOOP_TOPOLOGY", "LOOP_CASES", "mlp", "train_in_loop", "run_loop", "r
 LOOP_TOPOLOGY = "leafspine:leaves=4,spines=2,hosts=4,bw=10Gbps"
 #: (label, scheme, magnitudes, eps): the baseline, the best flow-level step and DLCP at
 #: the study's 2% budget and at 10%, its packet classes from the real gradients or, as in
-#: :func:`~topocoll.fabric.run_dlcp`, from log-normal draws
+#: :func:`~topocoll.studies.dlcp_scenario.run_dlcp`, from log-normal draws
 LOOP_CASES = (("baseline", "baseline", "gradients", 0.02),
               ("layer_priority", "layer_priority", "gradients", 0.02),
               ("dlcp", "dlcp", "gradients", 0.02),
@@ -101,7 +102,7 @@ def train_in_loop(scheme: str = "dlcp", *, magnitudes: str = "gradients",
     the pushed gradient elements missing from the sum) and ``energy_lost`` (their share
     of the workers' squared gradient), and ``steps_to_target`` /
     ``time_to_target_s`` (None if never reached), ``final_accuracy``. ``engine``: further
-    options of :func:`~topocoll.fabric.exchange_gradients`."""
+    options of :func:`~topocoll.studies.dlcp_scenario.exchange_gradients`."""
     torch = _torch()
     topo = parse_spec(topology)
     xtr, ytr, xte, yte = digits_split(0)

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..fabric import run_dlcp
 from ..topology.spec import parse_spec
 from ..workload import LAYERED
 from ._common import write_tables
 from .dlcp import STUDY_TOPOLOGY, window_for
+from .dlcp_scenario import run_dlcp
 
 __all__ = ["REGIME_LOADS", "REGIME_BUFFERS", "REGIME_CLASSES", "REGIME_PATTERNS",
            "REGIME_SCHEMES", "run_regime", "write_regime", "render_regime"]

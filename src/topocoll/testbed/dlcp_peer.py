@@ -5,7 +5,7 @@ recv|send ...``. The sender cuts ``nbytes`` into packets of ``payload`` bytes, e
 header ``(kind, index, round, last, priority)`` and marked with DSCP ``priority`` (IP TOS
 ``priority << 2``, eight classes), and keeps ``window`` packets in flight, clocked by the
 receiver's acknowledgements. The receiver runs the same
-:class:`~topocoll.sim.bounded_loss.BoundedLossReceiver` as the simulator: at the round's
+:class:`~topocoll.sim.dlcp.bounded_loss.BoundedLossReceiver` as the simulator: at the round's
 last packet (or after ``tail_timer`` of silence) it completes the message within the
 budget ``eps`` or NACKs what is missing, most important first; the sender resends those as
 a new round. The sender also resends what is unacknowledged after ``rto`` of silence (a
@@ -13,7 +13,7 @@ lost NACK or DONE). Both print one JSON line: the sender its elapsed time from t
 packet to the DONE, the receiver what it got.
 
 :func:`run_message` runs one message on a testbed and the packet engine
-(:mod:`topocoll.sim.dlcp_engine`) on the same topology, so the two can be compared.
+(:mod:`topocoll.sim.dlcp.engine`) on the same topology, so the two can be compared.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from ..sim.bounded_loss import BoundedLossReceiver
+from ..sim.dlcp.bounded_loss import BoundedLossReceiver
 from .netns import Testbed, TestbedError
 
 __all__ = ["run_message", "run_messages", "compare_message", "compare_contended",
@@ -227,9 +227,9 @@ def run_message(tb: Testbed, src: int, dst: int, nbytes: int, **kw) -> dict:
 
 def band_limits(queue_packets: int) -> tuple[int, ...]:
     """The eight bands' limits in packets for ports of ``queue_packets``: DLCP's
-    selective-drop thresholds (:class:`~topocoll.sim.queue_policies.SelectiveDrop`),
+    selective-drop thresholds (:class:`~topocoll.sim.dlcp.queue_policies.SelectiveDrop`),
     each band a FIFO of its own."""
-    from ..sim.queue_policies import SelectiveDrop
+    from ..sim.dlcp.queue_policies import SelectiveDrop
 
     return tuple(max(1, int(t)) for t in SelectiveDrop(queue_packets, queues=8).thresholds)
 
@@ -237,7 +237,7 @@ def band_limits(queue_packets: int) -> tuple[int, ...]:
 def _engine_policy(bands, queue_packets: int, payload: int):
     """The engine's port for the testbed's: one drop-tail FIFO, or a FIFO per band with
     the same limits (``bands`` True for :func:`band_limits`, or the limits)."""
-    from ..sim.queue_policies import BandLimits, DropTail
+    from ..sim.dlcp.queue_policies import BandLimits, DropTail
 
     size = payload + 64
     if bands is False or bands is None:
@@ -253,10 +253,10 @@ def compare_message(tb: Testbed, topology, src: int, dst: int, nbytes: int, *,
     """One message measured on the testbed beside the packet engine's prediction for the
     same topology, packets, window, budget and queue length (drop-tail ports of
     ``queue_packets`` packets; with ``bands``, the testbed's strict-priority bands as the
-    engine's :class:`~topocoll.sim.queue_policies.BandLimits`: ``True`` for
+    engine's :class:`~topocoll.sim.dlcp.queue_policies.BandLimits`: ``True`` for
     :func:`band_limits`, or the eight limits in packets given to the testbed)."""
-    from ..sim.dlcp_engine import Message, simulate_messages
-    from ..sim.gradient_packets import GradientPacket
+    from ..sim.dlcp.engine import Message, simulate_messages
+    from ..sim.dlcp.gradient_packets import GradientPacket
 
     got = run_message(tb, src, dst, nbytes, payload=payload, eps=eps, window=window,
                       tail_timer=tail_timer)
@@ -285,7 +285,7 @@ def compare_contended(tb: Testbed, topology, flows, *, payload: int = 1400,
     message in class ``cls``) measured on the testbed from one common start, beside the
     packet engine's prediction for the same messages: switch ports as strict-priority
     bands (``bands`` as in :func:`compare_message`: the engine's
-    :class:`~topocoll.sim.queue_policies.BandLimits`, a FIFO per band with the same
+    :class:`~topocoll.sim.dlcp.queue_policies.BandLimits`, a FIFO per band with the same
     limits) or one drop-tail FIFO of ``queue_packets`` packets. With ``window`` below the
     last band's limit (the default 32 against 100-packet ports, whose last bands hold
     30) nothing drops and the two differ only in how the port is shared; beyond it the
@@ -296,8 +296,8 @@ def compare_contended(tb: Testbed, topology, flows, *, payload: int = 1400,
     ``tail_timer`` and the sender's ``rto`` (silence before giving up on the rest of a
     round) must outlast that, or the testbed resends what was only waiting (the engine's
     timers start at a known end of round)."""
-    from ..sim.dlcp_engine import Message, simulate_messages
-    from ..sim.gradient_packets import GradientPacket
+    from ..sim.dlcp.engine import Message, simulate_messages
+    from ..sim.dlcp.gradient_packets import GradientPacket
 
     got = run_messages(tb, flows, payload=payload, eps=eps, window=window,
                        tail_timer=tail_timer, rto=rto)

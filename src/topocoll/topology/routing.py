@@ -74,7 +74,7 @@ class RoutedFabric(Protocol):
 
 
 __all__ = ["ROUTINGS", "Routes", "routes", "path_routes", "shortest_path_nodes", "spread_paths",
-           "RoutedFabric"]
+           "shortest_path_sets", "RoutedFabric"]
 
 #: Routing policies understood by :func:`routes` (and :meth:`Topology.routes`).
 ROUTINGS = ("shortest", "ecmp", "spray")
@@ -596,6 +596,67 @@ def shortest_path_nodes(topology: RoutedFabric, src: int, dst: int) -> tuple[int
     _check_nodes(g, pairs.reshape(-1))
     _, _, rep, _ = _shortest_links(g, pairs)
     return (int(src), *(int(x) for x in g.dst[rep]))
+
+
+def shortest_path_sets(topology: RoutedFabric, nodes, limit: int = 16
+                       ) -> dict[tuple[int, int], list[tuple[int, ...]]]:
+    """Every minimum-hop path between every ordered pair of ``nodes``, at most ``limit``
+    per pair, as link indices (of parallel links, the lowest id), the first ``limit`` in
+    the lexicographic order of their node sequences.
+
+    For engines that pick among explicit paths per packet or per message (DLCP's,
+    :mod:`topocoll.sim.dlcp.engine`). A depth-first walk from the source over next hops
+    in increasing node order, along the hop distances of a breadth-first search from the
+    destination, so no path outside the first ``limit`` is built.
+
+    Raises
+    ------
+    TopologyError
+        On a node that does not exist, ``limit < 1``, or a pair with no path.
+
+    Examples
+    --------
+    >>> from topocoll.topology import fat_tree
+    >>> p = shortest_path_sets(fat_tree(4), [0, 15], limit=3)
+    >>> len(p[(0, 15)]), len(p[(0, 15)][0])
+    (3, 6)
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    g = _graph(topology)
+    ends = np.asarray(list(nodes), dtype=np.int64).reshape(-1)
+    _check_nodes(g, ends)
+    if limit < 1:
+        raise TopologyError(f"limit must be at least 1, got {limit}", item="limit")
+    n = g.n
+    bsrc, bdst = g.bkey // n, g.bkey % n          # bundles sorted by (src, dst)
+    first = g.blinks[g.bptr[:-1]]                  # each bundle's lowest link id
+    out_ptr = np.searchsorted(bsrc, np.arange(n + 1))
+    rev = csr_matrix((np.ones(len(bsrc)), (bdst, bsrc)), shape=(n, n))
+    dist = shortest_path(rev, unweighted=True, indices=np.unique(ends))
+    row = {int(t): i for i, t in enumerate(np.unique(ends))}
+    out: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+    for d in ends.tolist():
+        dd = dist[row[d]]
+        for s in ends.tolist():
+            if s == d:
+                continue
+            if not np.isfinite(dd[s]):
+                raise TopologyError(f"node {s} cannot reach node {d}", item=f"node {s}")
+            found: list[tuple[int, ...]] = []
+            stack: list[tuple[int, tuple[int, ...]]] = [(s, ())]
+            while stack and len(found) < limit:
+                u, links = stack.pop()
+                if u == d:
+                    found.append(links)
+                    continue
+                lo, hi = out_ptr[u], out_ptr[u + 1]
+                nxt = [b for b in range(lo, hi) if dd[bdst[b]] == dd[u] - 1]
+                for b in reversed(nxt):           # the smallest next node on top
+                    stack.append((int(bdst[b]), links + (int(first[b]),)))
+            out[(s, d)] = found
+    return out
 
 
 def spread_paths(topology: RoutedFabric, pairs, choice, *, spans: bool = False):

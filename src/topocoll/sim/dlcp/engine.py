@@ -1,9 +1,9 @@
 """A packet-level engine for gradient messages with pluggable queue and transport policies.
 
 Built for DLCP's mechanisms (``../shared/reference/algorithms.md`` section 4): every
-switch output port runs a queue policy (:mod:`topocoll.sim.queue_policies`: admission and
+switch output port runs a queue policy (:mod:`topocoll.sim.dlcp.queue_policies`: admission and
 service class); every message runs the bounded-loss receiver
-(:class:`~topocoll.sim.bounded_loss.BoundedLossReceiver`, ``eps = 0`` for reliable
+(:class:`~topocoll.sim.dlcp.bounded_loss.BoundedLossReceiver`, ``eps = 0`` for reliable
 delivery); paths are per packet (spraying over every shortest path) or per message (ECMP
 hashing by message id). The engine only calls the policies, so a new queue discipline or
 transport is a new object, not a branch here.
@@ -14,7 +14,7 @@ Model:
   completed. Its sender then keeps at most ``window`` of its packets in flight: a packet
   enters the NIC queue when a slot is free, and its slot frees when the acknowledgement
   (or, for a dropped packet, the selective NACK) is back after the path's one-way latency.
-  The window is the transport policy's (:mod:`topocoll.sim.transport_policies`): fixed
+  The window is the transport policy's (:mod:`topocoll.sim.dlcp.transport_policies`): fixed
   by default, or DCTCP reacting to the ECN marks that a marking queue policy sets and the
   acknowledgements echo. Host NICs never drop; switch ports drop what their policy does
   not admit. Each packet carries a 64-byte header.
@@ -32,20 +32,20 @@ Model:
   cannot change a message's result (``events`` and ``background_drops`` count up to
   that moment).
 
-Two loops run this model: a compiled one (:mod:`topocoll.sim._dlcpcore`, numba) and the
+Two loops run this model: a compiled one (:mod:`topocoll.sim.dlcp._core`, numba) and the
 Python one below, the reference. They push the same events in the same order, so they
 agree bit for bit (``tests/sim/test_dlcp_compiled.py``); ``engine="auto"`` takes the
 compiled loop whenever the policies state themselves as tables (``port_tables``,
-``compiled``), which every policy in :mod:`~topocoll.sim.queue_policies` and
-:mod:`~topocoll.sim.transport_policies` does. Messages may come as
+``compiled``), which every policy in :mod:`~topocoll.sim.dlcp.queue_policies` and
+:mod:`~topocoll.sim.dlcp.transport_policies` does. Messages may come as
 :class:`Message` objects or, for millions of packets, as one columnar
 :class:`MessageTable`.
 
 Examples
 --------
 >>> from topocoll.topology.spec import parse_spec
->>> from topocoll.sim.queue_policies import DropTail
->>> from topocoll.sim.gradient_packets import packetize
+>>> from topocoll.sim.dlcp.queue_policies import DropTail
+>>> from topocoll.sim.dlcp.gradient_packets import packetize
 >>> t = parse_spec("leafspine:leaves=2,spines=2,hosts=2,bw=10Gbps")
 >>> m = Message(0, src=0, dst=3, packets=tuple(packetize(0, 100_000, 9000)))
 >>> r = simulate_messages(t, [m], DropTail(buffer=200_000))
@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
-from ..topology import Topology
+from ...errors import InputError
+from ...topology import Topology
 from .bounded_loss import BoundedLossReceiver
 from .gradient_packets import GradientPacket
 
@@ -83,7 +83,7 @@ MAX_FIFOS = 12
 @dataclass(frozen=True)
 class Message:
     """Gradient message ``id`` from host ``src`` to host ``dst``: its packets, its loss
-    budget ``eps`` (0: reliable; only where :func:`~topocoll.sim.bounded_loss.
+    budget ``eps`` (0: reliable; only where :func:`~topocoll.sim.dlcp.bounded_loss.
     loss_allowed`), the earliest ``start`` and the messages it waits for."""
 
     id: int
@@ -182,25 +182,10 @@ class EngineResult:
 
 def shortest_paths(topology: Topology, limit: int = 16) -> dict:
     """Every shortest path (as link indices, at most ``limit``, in a fixed order) between
-    every pair of ranks."""
-    import networkx as nx
+    every pair of ranks: :func:`topocoll.topology.routing.shortest_path_sets`."""
+    from ...topology.routing import shortest_path_sets
 
-    g = nx.DiGraph()
-    idx = {}
-    for i, lk in enumerate(topology.links):
-        if (lk.src, lk.dst) not in idx:
-            idx[(lk.src, lk.dst)] = i
-            g.add_edge(lk.src, lk.dst)
-    out = {}
-    n = topology.num_ranks
-    for s in range(n):
-        for d in range(n):
-            if s == d:
-                continue
-            ps = sorted(nx.all_shortest_paths(g, s, d))[:limit]
-            out[(s, d)] = [tuple(idx[(a, b)] for a, b in zip(p, p[1:], strict=False))
-                           for p in ps]
-    return out
+    return shortest_path_sets(topology, range(topology.num_ranks), limit)
 
 
 def simulate_messages(topology: Topology, messages: Sequence[Message] | MessageTable,
@@ -210,7 +195,7 @@ def simulate_messages(topology: Topology, messages: Sequence[Message] | MessageT
                       window: int = 1 << 30, transport=None,
                       engine: str = "auto") -> EngineResult:
     """Run ``messages`` (and ``background``) to completion (see the module docstring);
-    ``transport`` (:mod:`topocoll.sim.transport_policies`) sets each message's window,
+    ``transport`` (:mod:`topocoll.sim.dlcp.transport_policies`) sets each message's window,
     default a fixed ``window``. ``engine``: ``compiled``, ``python`` (the reference) or
     ``auto`` (compiled unless a policy has no tables)."""
     if engine not in ENGINES:
@@ -274,7 +259,7 @@ def _simulate_compiled(topology, t: MessageTable, policy, *, spray, tail_timer, 
                        required) -> EngineResult | None:
     """The compiled loop; None (the caller falls back to Python) when a policy has no
     tables, an InputError instead when ``required``."""
-    from ._dlcpcore import dlcp_simulate
+    from ._core import dlcp_simulate
 
     n = topology.num_ranks
     _check_table(n, t)

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from topocoll.cli import app
 from topocoll.errors import InputError
-from topocoll.fabric import SCHEMES, background_flows, dlcp_messages, run_dlcp
+from topocoll.studies.dlcp_scenario import SCHEMES, background_flows, dlcp_messages, run_dlcp
 from topocoll.topology.spec import parse_spec
 from topocoll.workload import LAYERED
 
@@ -72,7 +72,7 @@ def test_schemes_run_and_bounded_loss_stays_in_budget():
 def test_worker_processes_give_the_same_records(monkeypatch):
     """Scheme-iterations spread over processes (each seeded by its iteration) give the
     records of one process, with 95% intervals for p50 and p99."""
-    import topocoll.fabric.dlcp as mod
+    import topocoll.studies.dlcp_scenario as mod
 
     t = parse_spec(TOPO)
     kw = dict(workers=4, iterations=3, seed=5, background_load=0.3, scale=0.05,
@@ -173,9 +173,9 @@ def test_dctcp_scheme_is_reliable_and_reacts_to_marks():
 
 
 def test_loss_profile_places_lost_packets_in_importance_order():
-    from topocoll.fabric import loss_profile, profile_summary
-    from topocoll.sim.dlcp_engine import Message
-    from topocoll.sim.gradient_packets import GradientPacket
+    from topocoll.sim.dlcp.engine import Message
+    from topocoll.sim.dlcp.gradient_packets import GradientPacket
+    from topocoll.studies.dlcp_scenario import loss_profile, profile_summary
 
     pk = tuple(GradientPacket(7, 0, i * 10, 10, pr) for i, pr in enumerate((1, 5, 3, 5)))
     lossy = Message(7, src=0, dst=1, packets=pk, eps=0.5)

@@ -1,4 +1,4 @@
-"""Transport policies for the gradient packet engine (:mod:`topocoll.sim.dlcp_engine`).
+"""Transport policies for the gradient packet engine (:mod:`topocoll.sim.dlcp.engine`).
 
 A transport decides how many packets of a message may be in flight. The engine asks
 ``window(flow)`` before sending and reports every acknowledgement with
@@ -14,7 +14,7 @@ so a fresh object serves one simulation.
   window of acknowledgements; once per window of acknowledgements the fraction ``F`` of
   marked ones updates ``alpha <- (1 - g) alpha + g F`` and, if any was marked, the window
   shrinks to ``cwnd (1 - alpha / 2)``; a loss halves it (once per window). Switch ports
-  mark with :class:`~topocoll.sim.queue_policies.ECNMarking` (queue above ``K``).
+  mark with :class:`~topocoll.sim.dlcp.queue_policies.ECNMarking` (queue above ``K``).
 
 Examples
 --------
@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = ["FixedWindow", "DCTCP"]
 

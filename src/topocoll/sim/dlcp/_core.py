@@ -1,11 +1,11 @@
-"""Compiled event loop of the gradient packet engine (:mod:`topocoll.sim.dlcp_engine`).
+"""Compiled event loop of the gradient packet engine (:mod:`topocoll.sim.dlcp.engine`).
 
 numba ``njit`` code over flat arrays. It is the same model as the engine's Python loop
 (``engine="python"``, the reference), event for event: the same events are pushed in the
 same order with the same times, so both give the same results bit for bit
 (``tests/sim/test_dlcp_compiled.py`` checks every scheme and pattern). The policies reach
-it as tables (:meth:`~topocoll.sim.queue_policies.DropTail.port_tables`,
-:meth:`~topocoll.sim.transport_policies.FixedWindow.compiled`), never as branches on
+it as tables (:meth:`~topocoll.sim.dlcp.queue_policies.DropTail.port_tables`,
+:meth:`~topocoll.sim.dlcp.transport_policies.FixedWindow.compiled`), never as branches on
 their names.
 
 Event keys are ``(payload << 3) | kind``; events are ordered by ``(time, sequence)``,
@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .events import heap_pop, heap_push
+from ..events import heap_pop, heap_push
 
 __all__ = ["dlcp_simulate"]
 

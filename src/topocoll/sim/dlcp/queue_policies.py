@@ -3,7 +3,7 @@
 A policy is an object with ``admit(occupancy, size, priority) -> bool`` (``occupancy``:
 bytes already queued at the port, all classes) and ``order(priority) -> int`` (the class
 a packet waits in; the lowest non-empty class is served first). The packet engine
-(:mod:`topocoll.sim.dlcp_engine`) calls only these two methods, so a new discipline is a
+(:mod:`topocoll.sim.dlcp.engine`) calls only these two methods, so a new discipline is a
 new class, not a branch in the engine. A policy whose admission is a byte limit per
 priority also states itself as tables (``port_tables``: class and limit per priority, the
 ``per_class`` flag, the marking threshold), which the engine's compiled loop runs; a
@@ -41,7 +41,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = ["DropTail", "StrictPriority", "SelectiveDrop", "BandLimits", "ECNMarking",
            "PortTables"]

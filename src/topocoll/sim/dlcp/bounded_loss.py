@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = ["BoundedLossReceiver", "loss_allowed", "PHASES"]
 

@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 from topocoll.errors import InputError
-from topocoll.fabric import exchange_gradients, packet_scores, run_dlcp
-from topocoll.fabric.dlcp import _iteration_base
+from topocoll.studies.dlcp_scenario import (
+    _iteration_base,
+    exchange_gradients,
+    packet_scores,
+    run_dlcp,
+)
 from topocoll.topology.spec import parse_spec
 from topocoll.workload import Layer, LayeredModel
 

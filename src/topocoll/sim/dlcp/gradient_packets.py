@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = ["GradientPacket", "packet_priority", "magnitude_buckets", "packetize",
            "NUM_QUEUES"]

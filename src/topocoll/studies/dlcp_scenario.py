@@ -9,7 +9,7 @@ Wang et al., "Domain-specific Communication Optimization for Distributed DNN Tra
   server of ``1/workers`` of every bucket (co-located, sharded PS), so each bucket is a
   push from every worker to every other server (loss allowed: the budget ``eps``), then a
   pull of the reduced shard back (reliable: replicas must stay identical,
-  :func:`~topocoll.sim.bounded_loss.loss_allowed`);
+  :func:`~topocoll.sim.dlcp.bounded_loss.loss_allowed`);
 - background flows arrive as a Poisson process at every host, ``background_load`` of its
   link on average, exponential sizes (mean 1 MB), to random hosts, in the middle traffic
   class;
@@ -59,11 +59,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..sim.dlcp_engine import Background, Message, MessageTable, shortest_paths, simulate_messages
-from ..sim.gradient_packets import NUM_QUEUES
-from ..sim.queue_policies import DropTail, ECNMarking, SelectiveDrop, StrictPriority
+from ..sim.dlcp.engine import Background, Message, MessageTable, shortest_paths, simulate_messages
+from ..sim.dlcp.gradient_packets import NUM_QUEUES
+from ..sim.dlcp.queue_policies import DropTail, ECNMarking, SelectiveDrop, StrictPriority
+from ..sim.dlcp.transport_policies import DCTCP
 from ..sim.stats import quantile_ci
-from ..sim.transport_policies import DCTCP
 from ..topology import Topology
 from ..workload import LayeredModel
 
@@ -246,7 +246,7 @@ def _priorities(scheme: str, lossy: np.ndarray, rank: np.ndarray,
                 mb: np.ndarray) -> np.ndarray:
     """Class of each packet: 1 for the flat schemes, ``1 + layer_rank`` for the
     flow-level ones and for every reliable packet, and for a packet that may lose under
-    the per-packet schemes :func:`~topocoll.sim.gradient_packets.packet_priority` with
+    the per-packet schemes :func:`~topocoll.sim.dlcp.gradient_packets.packet_priority` with
     ``a = 1``, ``b = 3`` over two magnitude buckets."""
     if scheme in _FLAT:
         return np.ones(len(lossy), np.int64)
@@ -372,8 +372,8 @@ def dlcp_table(model: LayeredModel, workers: int, scheme: str, *, eps: float,
 def dlcp_messages(model: LayeredModel, workers: int, scheme: str, *, eps: float,
                   payload: int, bucket: float, scale: float, rng: np.random.Generator,
                   pattern: str = "ps") -> tuple[list[Message], int]:
-    """:func:`dlcp_table`'s messages as :class:`~topocoll.sim.dlcp_engine.Message`
-    objects (each packet a :class:`~topocoll.sim.gradient_packets.GradientPacket`)."""
+    """:func:`dlcp_table`'s messages as :class:`~topocoll.sim.dlcp.engine.Message`
+    objects (each packet a :class:`~topocoll.sim.dlcp.gradient_packets.GradientPacket`)."""
     table, pushed = dlcp_table(model, workers, scheme, eps=eps, payload=payload,
                                bucket=bucket, scale=scale, rng=rng, pattern=pattern)
     return table.messages(), pushed
