@@ -740,3 +740,24 @@ def test_every_command_has_a_bad_input_case():
 
 def test_the_table_is_large_enough():
     assert len(CLI) + len(API) >= 250
+
+
+def test_library_parameters_become_the_commands_flags():
+    """The library names its parameters; the command line writes them as its flags (only
+    the first mention, and only names that are options of the command that ran)."""
+    import typer
+
+    from topocoll.cli.app import _leaf_command, as_flags
+    from topocoll.errors import InputError
+
+    design = _leaf_command(typer.main.get_command(app), ["design", "--gpus", "8"])
+    assert design.name == "design"
+    e = InputError("rate must be a positive line rate, got -1", item="rate")
+    assert as_flags(e, design) == "--rate must be a positive line rate, got -1"
+    e = InputError("give budget or time_target, not both", item="budget, time_target")
+    assert as_flags(e, design) == "give --budget or --time-target, not both"
+    e = InputError("servers must be >= 3", item="servers")      # not an option of design
+    assert as_flags(e, design) == "servers must be >= 3"
+    assert as_flags(e, None) == "servers must be >= 3"
+    r = runner.invoke(app, ["design", "--gpus", "8", "--budget", "1e6", "--time-target", "1"])
+    assert r.exit_code == 2 and "--budget" in r.stderr and "--time-target" in r.stderr

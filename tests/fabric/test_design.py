@@ -137,10 +137,10 @@ def test_a_budget_below_the_fixed_parts_is_an_infeasible_design(job):
 
 @pytest.mark.parametrize("kw, item", [
     ({"families": ("fat-tree", "dragonfly")}, "dragonfly"),
-    ({"budget": -5.0}, "--budget"),
-    ({"budget": 1e6, "time_target": 3.0}, "--budget"),
-    ({"time_target": math.inf}, "--time-target"),
-    ({"oversubscriptions": (0.5,)}, "--oversubscription"),
+    ({"budget": -5.0}, "budget"),
+    ({"budget": 1e6, "time_target": 3.0}, "budget"),
+    ({"time_target": math.inf}, "time_target"),
+    ({"oversubscriptions": (0.5,)}, "oversubscription"),
     ({"boxes": ("dgx-h900",)}, "dgx-h900"),
 ])
 def test_bad_inputs_name_the_item(job, kw, item):

@@ -220,7 +220,7 @@ def test_overlap_needs_layers_and_lists_need_one_value_per_dimension():
     with pytest.raises(InputError) as e:
         solve(NET, w, constraints=["B0 + B1 + B2 == 30"],
               model=TimeModel(algorithms=("ring", "direct")))
-    assert e.value.item == "--algorithm"
+    assert e.value.item == "algorithm"
     with pytest.raises(InputError) as e:
         TimeModel(algorithms=("nope",) * 3)
     assert e.value.item == "algorithm 'nope'"

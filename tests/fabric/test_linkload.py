@@ -56,6 +56,6 @@ def test_parallel_links_merge_and_errors_name_the_item():
     assert ll.capacity[ll.index[(0, 1)]] == 3e9
     with pytest.raises(InputError) as e:
         LinkLoads(t, "valiant")
-    assert e.value.item == "--routing"
+    assert e.value.item == "routing"
     with pytest.raises(InputError):
         ll.route(np.zeros((1, 3, 3)))

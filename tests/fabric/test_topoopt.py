@@ -59,7 +59,7 @@ def test_released_code_variant_and_bad_input():
     assert (r.degree_allreduce, r.degree_mp) == (4, 0) and r.jumps[16] == [1, 5]
     with pytest.raises(InputError) as e:
         topology_finder(15, 4, allreduce={5: 1e9}, mp=np.ones((15, 15)) * 1e9)
-    assert e.value.item == "--servers"
+    assert e.value.item == "servers"
     with pytest.raises(InputError) as e:
         topology_finder(16, 4, allreduce={5: 1e9})
     assert e.value.item == "group 5"

@@ -60,13 +60,13 @@ def test_memory_decides_and_errors_name_the_item():
     assert any(c > 1 for c in s)
     with pytest.raises(InputError) as e:
         Job(candle, servers=4, device=small, batch_per_gpu=8, tp_sizes=(2,)).initial_strategy()
-    assert e.value.item == "--model"
+    assert e.value.item == "model"
     with pytest.raises(InputError) as e:
         Job(candle, servers=2, device=small, batch_per_gpu=8)
-    assert e.value.item == "--servers"
+    assert e.value.item == "servers"
     with pytest.raises(InputError) as e:
         Job(candle, servers=8, device=small, batch_per_gpu=0)
-    assert e.value.item == "--batch-per-gpu"
+    assert e.value.item == "batch_per_gpu"
     job = Job(_toy(), servers=8, device=A100, batch_per_gpu=4)
     with pytest.raises(InputError):
         job.traffic((1, 1))

@@ -70,10 +70,10 @@ def test_best_split_is_no_worse_than_either_fixed_rule():
     assert times["best"] <= min(times["proportional"], times["all-reduce"]) * (1 + 1e-12)
     with pytest.raises(InputError) as e:
         optimize(job, degree=4, port_bandwidth=1e9, split="half")
-    assert e.value.item == "--split"
+    assert e.value.item == "split"
     with pytest.raises(InputError) as e:
         optimize(job, degree=4, port_bandwidth=1e9, rounds=0)
-    assert e.value.item == "--rounds"
+    assert e.value.item == "rounds"
 
 
 def test_baselines_are_priced_and_ordered():

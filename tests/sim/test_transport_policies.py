@@ -31,7 +31,7 @@ def test_dctcp_window_rules():
         DCTCP(g=0)
     with pytest.raises(InputError) as e:
         FixedWindow(0)
-    assert e.value.item == "--window"
+    assert e.value.item == "window"
 
 
 def _incast(transport, policy):

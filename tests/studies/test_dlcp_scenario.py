@@ -63,10 +63,10 @@ def test_schemes_run_and_bounded_loss_stays_in_budget():
     assert again == recs                                          # seeded
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], workers=9)
-    assert e.value.item == "--workers"
+    assert e.value.item == "workers"
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], schemes=("magic",))
-    assert e.value.item == "--schemes"
+    assert e.value.item == "schemes"
 
 
 def test_worker_processes_give_the_same_records(monkeypatch):
@@ -85,10 +85,10 @@ def test_worker_processes_give_the_same_records(monkeypatch):
         assert r["p50_ci_s"] == [None, None] and r["ci_coverage"][0] == 1.0
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], jobs=0, **kw)
-    assert e.value.item == "--jobs"
+    assert e.value.item == "jobs"
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], transport="bbr", **kw)
-    assert e.value.item == "--transport"
+    assert e.value.item == "transport"
 
 
 def test_dctcp_in_every_scheme_reacts_to_marks():
@@ -139,7 +139,7 @@ def test_ring_pattern_reduce_scatter_lossy_all_gather_reliable():
     assert all(r["p50_s"] > 0 for r in recs) and recs[1]["loss_fraction"] <= 0.05
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], workers=4, pattern="mesh")
-    assert e.value.item == "--pattern"
+    assert e.value.item == "pattern"
 
 
 def test_tree_pattern_reduce_up_lossy_broadcast_down_reliable():
@@ -216,6 +216,6 @@ def test_background_below_every_gradient_class_yields_to_layer_priority():
     assert low[1]["p50_s"] < mid[1]["p50_s"] and low[1]["drops"] <= mid[1]["drops"]
     with pytest.raises(InputError) as e:
         run_dlcp(t, LAYERED["resnet50"], workers=4, background_class=0)
-    assert e.value.item == "--background-class"
+    assert e.value.item == "background_class"
     bg = background_flows(4, 1.25e9, 0.5, 0.1, np.random.default_rng(0), priority=7)
     assert bg and {b.priority for b in bg} == {7}

@@ -43,7 +43,7 @@ def test_ray_rows_equal_local_rows(tmp_path, monkeypatch):
     assert _rows(tmp_path / "ray.duckdb") == _rows(tmp_path / "local.duckdb")
     with pytest.raises(InputError) as e:
         run_sweep(spec, SweepStore(tmp_path / "x.duckdb"), run_argv, backend="dask")
-    assert e.value.item == "--backend"
+    assert e.value.item == "backend"
 
 
 def test_killed_ray_sweep_leaves_nothing_and_resumes(tmp_path):

@@ -88,7 +88,7 @@ def test_every_attempt_failing_names_the_backend(tmp_path, monkeypatch):
     with pytest.raises(InputError) as e:
         run_sweep(parse_sweep(SPEC), store, run_argv, workers=2, backend="ray")
     store.close()
-    assert e.value.item == "--backend"
+    assert e.value.item == "backend"
     assert f"{LOCAL_RAY_ATTEMPTS} attempts" in str(e.value)
     assert "timed out during startup" in str(e.value)
     assert all(_gone(p) for p in started)

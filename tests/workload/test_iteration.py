@@ -123,7 +123,7 @@ def test_expert_parallelism_moves_experts_not_their_work():
 
 
 @pytest.mark.parametrize("par, item", [
-    ("tp=16,pp=1,dp=1", "--parallel"),   # more ranks than the fabric
+    ("tp=16,pp=1,dp=1", "parallel"),   # more ranks than the fabric
     ("tp=3,pp=1,dp=1", "tp"),            # 16 heads
     ("tp=1,pp=1,dp=2,ep=2", "ep"),       # dense model
 ])

@@ -30,7 +30,7 @@ def test_groups_partition_the_ranks_and_tp_is_consecutive():
 @pytest.mark.parametrize("text, item", [
     ("tp=0", "tp"), ("tp=2,dp=3,ep=2", "ep"), ("dp=2,gb=3", "global_batch"),
     ("recompute=some", "recompute"), ("zero=4", "zero"), ("interleave=2", "interleave"),
-    ("tq=2", "--parallel 'tq'"), ("tp=two", "--parallel 'tp'"), ("tp=2,tp=4", "--parallel 'tp'"),
+    ("tq=2", "parallel 'tq'"), ("tp=two", "parallel 'tp'"), ("tp=2,tp=4", "parallel 'tp'"),
 ])
 def test_bad_parallelism_names_the_key(text, item):
     with pytest.raises(InputError) as e:

@@ -9,6 +9,11 @@ wrong, the user gets one line on standard error and no traceback (:class:`OneLin
 - ``verify`` exits 1 for a wrong schedule (its violations are the report);
 - anything else is a bug: ``error: internal error in topocoll <version> ...`` with the
   place to report it and exit status 3 (``TOPOCOLL_DEBUG=1`` re-raises it instead).
+
+The library names its own parameters (``InputError("budget must be ...",
+item="budget")``); only here do they become flags (:func:`as_flags`): the parameters the
+error's ``item`` lists that are options of the command that ran are written as those
+options (``--budget must be ...``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from typing import Annotated, Any
 
@@ -31,7 +37,7 @@ __all__ = ["app", "out", "err", "handle_errors", "load_topo", "print_json", "par
            "JsonOpt", "TopoOpt", "BackendOpt", "NoCacheOpt", "schedule_cache", "OneLineGroup",
            "fail", "REPORT_URL", "size_opt", "time_opt", "rate_opt", "choice_opt",
            "collective_opt", "model_opt", "AlphaOpt", "CollectiveOpt", "RanksOpt",
-           "RootOpt", "busy", "MAX_MESSAGE_BYTES"]
+           "RootOpt", "busy", "MAX_MESSAGE_BYTES", "as_flags"]
 
 #: Where internal errors should be reported.
 REPORT_URL = "https://github.com/topocoll/topocoll/issues"
@@ -45,6 +51,48 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``error: message`` as one line on stderr; the exit to raise."""
     err.print(f"error: {_one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def _leaf_command(group: Any, args: list[str]) -> Any:
+    """The command ``args`` runs (None for a group or an unknown name)."""
+    cmd = group
+    for a in args:
+        if not hasattr(cmd, "get_command"):          # a command, not a group
+            break
+        if a.startswith("-"):
+            continue
+        cmd = cmd.get_command(cmd.context_class(cmd), a)
+        if cmd is None:
+            return None
+    return None if hasattr(cmd, "get_command") else cmd
+
+
+def _running_command() -> Any:
+    """The command being run (its click context), or None outside one."""
+    try:   # typer vendors click from 0.2x on; the plain package before
+        from typer._click.globals import get_current_context
+    except ImportError:                                  # pragma: no cover
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    return None if ctx is None else ctx.command
+
+
+def as_flags(error: TopocollError, command: Any) -> str:
+    """``error``'s message with every library parameter that its ``item`` names (one, or
+    several separated by ``", "``) and that is an option of ``command`` written as that
+    option's long flag (``time_target`` -> ``--time-target``); other text unchanged."""
+    msg = str(error)
+    item = getattr(error, "item", None)
+    if not item or command is None:
+        return msg
+    flags = {p.name: max(p.opts, key=len) for p in command.params
+             if p.param_type_name == "option" and any(o.startswith("--") for o in p.opts)}
+    for name in item.split(", "):
+        if name in flags:
+            # the first mention: later ones may be the plain word ("line rate")
+            msg = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flags[name], msg,
+                         count=1)
+    return msg
 
 
 class OneLineGroup(TyperGroup):
@@ -64,7 +112,8 @@ class OneLineGroup(TyperGroup):
             fail("interrupted", 130)
             code = 130
         except TopocollError as e:
-            fail(str(e))
+            fail(as_flags(e, _leaf_command(self, list(sys.argv[1:] if args is None
+                                                      else args))))
             code = 2
         except OSError as e:
             fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
@@ -152,7 +201,7 @@ def handle_errors(fn):
         try:
             return fn(*args, **kwargs)
         except TopocollError as e:
-            raise fail(str(e)) from None
+            raise fail(as_flags(e, _running_command())) from None
         except OSError as e:
             raise fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e)) from None
 

@@ -389,8 +389,8 @@ def family_topology(family: str, box: Box, gpus: int, rate: float, *,
 
 def _boxes(box: Box, gpus: int) -> int:
     if gpus % box.gpus:
-        raise InputError(f"--gpus {gpus} is not a whole number of {box.name} boxes "
-                         f"({box.gpus} GPUs each)", item="--gpus")
+        raise InputError(f"gpus {gpus} is not a whole number of {box.name} boxes "
+                         f"({box.gpus} GPUs each)", item="gpus")
     return gpus // box.gpus
 
 
@@ -509,7 +509,7 @@ def _libra_bill(box: Box, gpus: int, rates: Sequence[float], prices: PriceTable,
     for size, b in zip(dims[1:], rates, strict=True):
         if size > radix:
             raise InputError(f"a libra dimension of {size} exceeds the switch radix {radix}",
-                             item="--radix")
+                             item="radix")
         add("nic", gpus, b)
         add("transceiver", 2 * gpus, b)
         add("fiber", gpus)
@@ -612,7 +612,7 @@ def rate_for_budget(cost: Callable[[float], float], budget: float) -> float | No
         hi *= 2
         if hi > 1e18:
             raise InputError(f"budget {budget:g} USD buys an unbounded line rate",
-                             item="--budget")
+                             item="budget")
     for _ in range(200):
         mid = (lo + hi) / 2
         if cost(mid) < budget:
@@ -671,7 +671,7 @@ def _batch_per_rank(job: DesignJob) -> int:
     if job.global_batch % job.gpus:
         raise InputError(f"a data-parallel model needs a global batch that is a multiple of "
                          f"the GPUs ({job.gpus}), got {job.global_batch}",
-                         item="--global-batch")
+                         item="global_batch")
     return job.global_batch // job.gpus
 
 
@@ -790,21 +790,21 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
         An unknown family or box, a bad budget or target, GPUs that are not whole boxes.
     """
     if budget is not None and time_target is not None:
-        raise InputError("give --budget or --time-target, not both", item="--budget")
+        raise InputError("give budget or time_target, not both", item="budget, time_target")
     if budget is not None and not (math.isfinite(budget) and budget > 0):
-        raise InputError(f"--budget must be a positive number of dollars, got {budget}",
-                         item="--budget")
+        raise InputError(f"budget must be a positive number of dollars, got {budget}",
+                         item="budget")
     if time_target is not None and not (math.isfinite(time_target) and time_target > 0):
-        raise InputError(f"--time-target must be positive seconds, got {time_target}",
-                         item="--time-target")
+        raise InputError(f"time_target must be positive seconds, got {time_target}",
+                         item="time_target")
     if families is None:
         families = family_names()
     if not families:
-        raise InputError("no fabric family given", item="--families")
+        raise InputError("no fabric family given", item="families")
     for o in oversubscriptions:
         if not (math.isfinite(o) and o >= 1):
             raise InputError(f"oversubscription must be >= 1, got {o}",
-                             item="--oversubscription")
+                             item="oversubscription")
     p = prices or PriceTable()
     bxs = [find_box(b) if isinstance(b, str) else b for b in boxes]
     cands = _candidates(families, bxs, oversubscriptions)
@@ -813,9 +813,10 @@ def design_fabrics(job: DesignJob, *, boxes: Sequence[str] = ("dgx-h100",),
             _boxes(box, job.gpus)
     reference = None
     if rate is not None and (budget is not None or time_target is not None):
-        raise InputError("give one of --rate, --budget and --time-target", item="--rate")
+        raise InputError("give one of rate, budget and time_target",
+                         item="rate, budget, time_target")
     if rate is not None and not (math.isfinite(rate) and rate > 0):
-        raise InputError(f"--rate must be a positive line rate, got {rate}", item="--rate")
+        raise InputError(f"rate must be a positive line rate, got {rate}", item="rate")
     mode = "budget" if budget is not None else (
         "time-target" if time_target is not None else (
             "rate" if rate is not None else "equal-cost"))
@@ -899,7 +900,7 @@ def budget_sensitivity(result: DesignResult, job: DesignJob, *,
     point is two design evaluations (bounds and re-checks off)."""
     if result.mode == "time-target":
         raise InputError("a time target's sensitivity is exact without re-evaluation "
-                         "(DesignResult.sensitivity)", item="--sensitivity")
+                         "(DesignResult.sensitivity)", item="sensitivity")
     w = result.winner
     if w is None:
         return []

@@ -69,7 +69,7 @@ class LinkLoads:
 
         if routing not in LINKLOAD_ROUTINGS:
             raise InputError(f"routing must be one of {', '.join(LINKLOAD_ROUTINGS)}, got "
-                             f"{routing!r}", item="--routing")
+                             f"{routing!r}", item="routing")
         self.routing = routing
         self.n = topology.num_ranks
         self.nodes = topology.num_ranks + topology.num_switches

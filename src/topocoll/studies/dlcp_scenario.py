@@ -330,7 +330,7 @@ def _iteration_base(model: LayeredModel, workers: int, *, payload: int, bucket: 
     the packets by magnitude instead of log-normal draws."""
     if pattern not in PATTERNS:
         raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
-                         item="--pattern")
+                         item="pattern")
     bks = _buckets(model, bucket, scale)
     out = _Specs()
     if pattern == "ring":
@@ -481,31 +481,31 @@ def run_dlcp(topology: Topology, model: LayeredModel, *, workers: int = 16,
     for s in schemes:
         if s not in SCHEMES:
             raise InputError(f"unknown scheme {s!r} (known: {', '.join(SCHEMES)})",
-                             item="--schemes")
+                             item="schemes")
     n = topology.num_ranks
     if isinstance(workers, bool) or not isinstance(workers, int) or not 2 <= workers <= n:
         raise InputError(f"workers must be 2..{n} (the hosts of the topology), got "
-                         f"{workers!r}", item="--workers")
+                         f"{workers!r}", item="workers")
     if not 0 <= background_load < 1:
         raise InputError(f"background load must be in [0, 1), got {background_load}",
-                         item="--background-load")
+                         item="background_load")
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise InputError(f"iterations must be a positive integer, got {iterations!r}",
-                         item="--iterations")
+                         item="iterations")
     if not 0 < eps < 1:
-        raise InputError(f"eps must be in (0, 1), got {eps}", item="--eps")
+        raise InputError(f"eps must be in (0, 1), got {eps}", item="eps")
     if isinstance(background_class, bool) or not isinstance(background_class, int) or \
             not 1 <= background_class <= 7:
         raise InputError(f"background class must be 1..7, got {background_class!r}",
-                         item="--background-class")
+                         item="background_class")
     if pattern not in PATTERNS:
         raise InputError(f"pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}",
-                         item="--pattern")
+                         item="pattern")
     if transport not in TRANSPORTS:
         raise InputError(f"transport must be one of {', '.join(TRANSPORTS)}, got "
-                         f"{transport!r}", item="--transport")
+                         f"{transport!r}", item="transport")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise InputError(f"jobs must be a positive integer, got {jobs!r}", item="--jobs")
+        raise InputError(f"jobs must be a positive integer, got {jobs!r}", item="jobs")
     paths = shortest_paths(topology)
     host_bw = min(lk.bandwidth for lk in topology.links if lk.src < n)
     total = 4.0 * model.parameters * scale

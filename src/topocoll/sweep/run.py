@@ -81,10 +81,10 @@ def run_sweep(spec: SweepSpec, store: SweepStore, execute: Callable, *, workers:
     """
     if backend not in SWEEP_BACKENDS:
         raise InputError(f"backend must be one of {', '.join(SWEEP_BACKENDS)}, got {backend!r}",
-                         item="--backend")
+                         item="backend")
     if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
         raise InputError(f"flush_every must be a positive integer, got {flush_every!r}",
-                         item="--flush-every")
+                         item="flush_every")
     points = spec.points()
     done = store.done()
     todo = [p for p in points if p.point_id not in done]
@@ -209,9 +209,9 @@ def _dispatch_ray(todo: list[Point], execute: Callable, workers: int, record: Ca
                 reaper.wait()
             if address:
                 raise InputError(f"cannot reach the Ray cluster at {address!r}: {e}",
-                                 item="--address") from None
+                                 item="address") from None
             raise InputError(f"the local Ray cluster did not start: {e}",
-                             item="--backend") from None
+                             item="backend") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_run_point)
         slots = 2 * max(1, workers if not address else

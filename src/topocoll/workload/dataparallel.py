@@ -52,11 +52,11 @@ def simulate_dp_iteration(model: LayeredModel, topology: Topology, device: Devic
     """
     n = topology.num_ranks if ranks is None else ranks
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= topology.num_ranks:
-        raise InputError(f"ranks must be 1..{topology.num_ranks}, got {ranks!r}", item="--gpus")
+        raise InputError(f"ranks must be 1..{topology.num_ranks}, got {ranks!r}", item="gpus")
     if isinstance(batch_per_rank, bool) or not isinstance(batch_per_rank, int) or \
             batch_per_rank < 1:
         raise InputError(f"batch per rank must be a positive integer, got {batch_per_rank!r}",
-                         item="--micro-batch")
+                         item="micro_batch")
     b = batch_per_rank
     group = tuple(range(n))
     cc = coster or CollectiveCoster(topology, model=cost_model, algorithms=algorithms,

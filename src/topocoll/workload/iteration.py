@@ -427,8 +427,8 @@ def simulate_iteration(model: Transformer, par: Parallelism, topology: Topology,
         If the configuration does not fit the topology, the model or the memory.
     """
     if par.world > topology.num_ranks:
-        raise InputError(f"--parallel uses {par.world} ranks but {topology.name} has "
-                         f"{topology.num_ranks}", item="--parallel")
+        raise InputError(f"parallel uses {par.world} ranks but {topology.name} has "
+                         f"{topology.num_ranks}", item="parallel")
     mem = check_configuration(model, par, device, check_memory=check_memory)
     cc = coster or CollectiveCoster(topology, model=cost_model, algorithms=algorithms,
                                     cache=cache, contention=contention)

@@ -154,33 +154,33 @@ def parse_parallel(text: str, *, world: int | None = None, **defaults) -> Parall
     """
     if not isinstance(text, str):
         raise InputTypeError(f"parallelism must be a string like 'tp=8,pp=8,dp=16', got "
-                             f"{text!r}", item="--parallel")
+                             f"{text!r}", item="parallel")
     fields = dict(defaults)
     seen: set[str] = set()
     pairs = kv_pairs(text, what="parallelism key", keys=_KEYS,
-                     item=lambda k: f"--parallel '{k}'")
+                     item=lambda k: f"parallel '{k}'")
     for k, v in pairs.items():
         f = _KEYS[k]
         if f in seen:                  # an alias of a key already given (mb, micro_batch)
-            raise InputError(f"parallelism key {k!r} given twice", item=f"--parallel '{k}'")
+            raise InputError(f"parallelism key {k!r} given twice", item=f"parallel '{k}'")
         seen.add(f)
         if f in ("recompute", "order"):
             fields[f] = v.lower()
         elif f == "sequence_parallel":
             if v.lower() not in ("0", "1", "true", "false", "yes", "no"):
-                raise InputError(f"sp must be 0 or 1, got {v!r}", item="--parallel 'sp'")
+                raise InputError(f"sp must be 0 or 1, got {v!r}", item="parallel 'sp'")
             fields[f] = v.lower() in ("1", "true", "yes")
         else:
             try:
                 fields[f] = int(v)
             except ValueError:
                 raise InputError(f"parallelism {k} must be an integer, got {v!r}",
-                                 item=f"--parallel '{k}'") from None
+                                 item=f"parallel '{k}'") from None
     if world is not None and "dp" not in seen:
         tp_pp = fields.get("tp", 1) * fields.get("pp", 1)
         if world % tp_pp:
-            raise InputError(f"--parallel: --gpus {world} is not a multiple of tp x pp = "
-                             f"{tp_pp}", item="--parallel")
+            raise InputError(f"parallel: gpus {world} is not a multiple of tp x pp = "
+                             f"{tp_pp}", item="parallel, gpus")
         fields["dp"] = world // tp_pp
     return Parallelism(**fields)
 

@@ -69,7 +69,7 @@ def iteration_graph(model: Transformer, par: Parallelism, device: Device, *,
     """
     if par.ep > 1 or par.interleave > 1:
         raise InputError("the task graph lays out tp, pp and dp (no ep, no interleaving)",
-                         item="--parallel")
+                         item="parallel")
     check_configuration(model, par, device, check_memory=check_memory)
     b, s, h, t = par.micro_batch, model.seq, model.hidden, par.tp
     m = par.micro_batches

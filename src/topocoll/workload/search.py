@@ -71,7 +71,7 @@ class SearchResult:
     @property
     def best(self) -> SearchPoint:
         if not self.ranked:
-            raise InputError("no parallel configuration fits in memory", item="--search")
+            raise InputError("no parallel configuration fits in memory", item="search")
         return self.ranked[0]
 
     @property
@@ -130,8 +130,8 @@ def search_parallelism(model: Transformer, gpus: int, topology: Topology, device
     broken by the configuration's label, so the ranking is the same on every machine.
     """
     if not 1 <= gpus <= topology.num_ranks:
-        raise InputError(f"--gpus must be 1..{topology.num_ranks} on {topology.name}, got "
-                         f"{gpus}", item="--gpus")
+        raise InputError(f"gpus must be 1..{topology.num_ranks} on {topology.name}, got "
+                         f"{gpus}", item="gpus")
     groups = topology.meta.get("groups") if isinstance(topology.meta, dict) else None
     tmax = tp_max or (len(groups[0]) if groups else 8)
     cands = candidate_parallelisms(model, gpus, global_batch=global_batch,

@@ -148,8 +148,8 @@ def replay(graph: TaskGraph, coster: CollectiveCoster, *, timeline: bool = False
     """
     graph.check()
     if graph.ranks > coster.topology.num_ranks:
-        raise InputError(f"the trace has {graph.ranks} ranks, the topology "
-                         f"{coster.topology.num_ranks}", item="--topology")
+        raise InputError(f"the trace has {graph.ranks} ranks, topology has "
+                         f"{coster.topology.num_ranks}", item="topology")
     # joint events: one per collective instance and per send/receive pair
     key_of: dict[int, tuple] = {}
     seq: dict[tuple, int] = defaultdict(int)

@@ -116,7 +116,7 @@ def format_text_workload(layers: Sequence[TextLayer], dialect: str, *,
     """The file text of ``layers`` in ``dialect`` (``astra``, ``libra`` or ``aicb``)."""
     if dialect not in DIALECTS:
         raise InputError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}",
-                         item="--dialect")
+                         item="dialect")
     body = [ly.line() for ly in layers]
     if dialect == "libra":
         return "\n".join(body) + "\n"
@@ -170,7 +170,7 @@ def parse_text_workload(text: str, dialect: str | None = None) -> TextWorkload:
             "aicb" if any(x.endswith(":") for x in first) else "astra")
     if dialect not in DIALECTS:
         raise InputError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}",
-                         item="--dialect")
+                         item="dialect")
     if dialect == "libra":
         return TextWorkload("libra", tuple(_layer(f, no) for no, f in lines))
     if len(lines) < 2:

@@ -142,8 +142,8 @@ class Conic:
             raise InfeasibleError("no allocation satisfies the constraints")
         if st.endswith("DualInfeasible") and "Almost" not in st:
             raise InputError("the problem is unbounded: constrain the total bandwidth or the "
-                             "cost (e.g. --constraint 'B0 + B1 + B2 == 500')",
-                             item="--constraint")
+                             "cost (e.g. constraint 'B0 + B1 + B2 == 500')",
+                             item="constraint")
         out = ConicSolution(np.asarray(sol.x, float), float(sol.obj_val),
                             float(sol.obj_val_dual), int(sol.iterations))
         solved = st.endswith("Solved") and "Almost" not in st

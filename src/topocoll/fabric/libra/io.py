@@ -187,10 +187,10 @@ def workload_from_model(net: LibraNetwork, model: Transformer, par: Parallelism,
     """
     if par.pp > 1 or par.ep > 1:
         raise InputError("LIBRA models tensor and data parallelism only; use pp=1 and ep=1",
-                         item="--parallel")
+                         item="parallel")
     if par.world != net.npus:
-        raise InputError(f"--parallel uses {par.world} NPUs, the network has {net.npus}",
-                         item="--parallel")
+        raise InputError(f"parallel uses {par.world} NPUs, the network has {net.npus}",
+                         item="parallel")
     tp_c, dp_c = communicators(net, par.tp)
     m = par.micro_batches
     act = 2.0 * par.micro_batch * model.seq * model.hidden
@@ -240,7 +240,7 @@ def workload_from_layered(net: LibraNetwork, model: LayeredModel, device: Device
     if isinstance(batch_per_npu, bool) or not isinstance(batch_per_npu, int) or \
             batch_per_npu < 1:
         raise InputError(f"batch per NPU must be a positive integer, got {batch_per_npu!r}",
-                         item="--batch-per-npu")
+                         item="batch_per_npu")
     b = batch_per_npu
     comm = tuple(d.size for d in net.dims)
     layers = []

@@ -131,7 +131,7 @@ def parse_network(text: str, cost_classes: Sequence[str] | None = None) -> Libra
 
     if not isinstance(text, str):
         raise InputTypeError(f"a network must be a hier: spec or a file, got {text!r}",
-                             item="--network")
+                             item="network")
     if text.strip().lower().startswith("hier:"):
         from ...topology.spec import parse_dims
 
@@ -256,15 +256,15 @@ class LibraWorkloadMix:
 
     def __post_init__(self) -> None:
         if not self.parts:
-            raise InputError("a workload mix needs at least one workload", item="--job")
+            raise InputError("a workload mix needs at least one workload", item="job")
         total = 0.0
         for w, x in self.parts:
             if not isinstance(w, LibraWorkload):
                 raise InputTypeError(f"a mix holds workloads, got {type(w).__name__}",
-                                     item="--job")
+                                     item="job")
             if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0):
                 raise InputError(f"workload {w.name or '?'}: the weight must be a positive "
-                                 f"number, got {x!r}", item=f"--job '{w.name}'")
+                                 f"number, got {x!r}", item=f"job '{w.name}'")
             total += float(x)
         object.__setattr__(self, "parts", tuple((w, float(x) / total) for w, x in self.parts))
         if not self.name:
@@ -359,7 +359,7 @@ def parse_constraint(text: str, dims: int) -> tuple[np.ndarray, float, str, floa
     """
     if not isinstance(text, str):
         raise InputTypeError(f"a constraint must be a string, got {text!r}",
-                             item="--constraint")
+                             item="constraint")
     m = re.fullmatch(r"(.+?)(<=|>=|==)(.+)", text.strip())
     if not m:
         raise InputError(f"constraint {text!r} needs <=, >= or ==", item=f"constraint '{text}'")

@@ -186,7 +186,7 @@ class _Program:
             return E
         if not w.layers:
             raise InputError("the overlap loop needs a per-layer workload (a LIBRA text "
-                             "workload or a model)", item="--loop")
+                             "workload or a model)", item="loop")
         # e (backward compute end) and g (last weight-gradient collective's end) are
         # kept relative to the compute done by then, K: e' = e - K, g' = g - K
         F = p.var()
@@ -228,8 +228,8 @@ class _Program:
         B = np.maximum(sol.x[self.b] * self.beta, 0.0)
         if float(np.max(B)) > 1e7:                   # 10 PB/s per NPU: runaway
             raise InputError("the problem is unbounded: constrain the total bandwidth or "
-                             "the cost (e.g. --constraint 'B0 + B1 + B2 == 500')",
-                             item="--constraint")
+                             "the cost (e.g. constraint 'B0 + B1 + B2 == 500')",
+                             item="constraint")
         return B, sol.gap
 
 
@@ -338,8 +338,8 @@ def _check_bounded(net: LibraNetwork, w: LibraWorkload, cons: Sequence[str],
                     bounds=[(0, None)] * D, method="highs")
         if r.status == 3:
             raise InputError(f"nothing limits B{i}: constrain the bandwidth or the cost "
-                             f"(e.g. --constraint 'B0 + ... == 500' or --budget)",
-                             item="--constraint")
+                             f"(e.g. constraint 'B0 + ... == 500' or budget)",
+                             item="constraint, budget")
 
 
 class _Search:
@@ -448,14 +448,14 @@ def solve(net: LibraNetwork, workload: LibraWorkload | LibraWorkloadMix, *, obje
     """
     if objective not in OBJECTIVES:
         raise InputError(f"objective must be one of {', '.join(OBJECTIVES)}, got "
-                         f"{objective!r}", item="--objective")
+                         f"{objective!r}", item="objective")
     model.check(net)
     check_workload(net, workload)
     cons = list(constraints)
     if objective != "min-cost":
         _check_bounded(net, workload, cons, budget)
     elif time_target is None:
-        raise InputError("min-cost needs a time target (--time-target)", item="--time-target")
+        raise InputError("min-cost needs a time target (time_target)", item="time_target")
     chosen: dict = {}
     seen: list = []
     solves = 0

@@ -98,10 +98,10 @@ class TimeModel:
     def __post_init__(self) -> None:
         if self.phases not in PHASES:
             raise InputError(f"phases must be {' or '.join(PHASES)}, got {self.phases!r}",
-                             item="--phases")
+                             item="phases")
         if self.loop not in LOOPS:
             raise InputError(f"loop must be {' or '.join(LOOPS)}, got {self.loop!r}",
-                             item="--loop")
+                             item="loop")
         for a in self.algorithms or ():
             if a not in LIBRA_ALGORITHMS:
                 raise InputError(f"algorithm {a!r} is not one of {', '.join(LIBRA_ALGORITHMS)}",
@@ -109,7 +109,7 @@ class TimeModel:
         for x in self.latency_s or ():
             if not (isinstance(x, (int, float)) and x >= 0):
                 raise InputError(f"latency must be a non-negative number of seconds, got "
-                                 f"{x!r}", item="--latency")
+                                 f"{x!r}", item="latency")
 
     @property
     def is_libra(self) -> bool:
@@ -118,7 +118,7 @@ class TimeModel:
     def check(self, net: LibraNetwork) -> None:
         """Refuse per-dimension lists whose length is not the network's dimensions."""
         D = len(net.dims)
-        for name, v in (("--algorithm", self.algorithms), ("--latency", self.latency_s)):
+        for name, v in (("algorithm", self.algorithms), ("latency", self.latency_s)):
             if v is not None and len(v) != D:
                 raise InputError(f"{name} gives {len(v)} values for {D} dimensions",
                                  item=name)
@@ -338,7 +338,7 @@ def iteration_time(net: LibraNetwork, w: LibraWorkload | LibraWorkloadMix,
         return w.compute_s + sum(c.count * t(c) for c in w.collectives)
     if not w.layers:
         raise InputError("the overlap loop needs a per-layer workload (a LIBRA text "
-                         "workload or a model)", item="--loop")
+                         "workload or a model)", item="loop")
     fwd = sum(ly.fwd_s + sum(c.count * t(c) for c in ly.fwd) for ly in w.layers)
     e = g = fwd
     for ly in reversed(w.layers):

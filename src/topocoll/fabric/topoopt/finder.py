@@ -104,9 +104,9 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
         size that does not divide ``n``; more rings than a group has).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 3:
-        raise InputError(f"servers must be an integer >= 3, got {n!r}", item="--servers")
+        raise InputError(f"servers must be an integer >= 3, got {n!r}", item="servers")
     if isinstance(d, bool) or not isinstance(d, int) or d < 2:
-        raise InputError(f"degree must be an integer >= 2, got {d!r}", item="--degree")
+        raise InputError(f"degree must be an integer >= 2, got {d!r}", item="degree")
     for g in allreduce:
         if n % g or g < 2:
             raise InputError(f"all-reduce group size {g} must divide {n} servers",
@@ -134,7 +134,7 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
         da, dm = 0, d
     if dm and n % 2:
         raise InputError(f"{dm} MP ports need an even number of servers (perfect matchings), "
-                         f"got {n}", item="--servers")
+                         f"got {n}", item="servers")
     links: list[Link] = []
     jumps: dict[int, list[int]] = {}
     if da:
@@ -155,7 +155,7 @@ def topology_finder(n: int, d: int, *, allreduce: Mapping[int, float],
                 links.append(Link(a, b, bandwidth, latency))
                 links.append(Link(b, a, bandwidth, latency))
     if not links:
-        raise InputError("no traffic and no ports used", item="--degree")
+        raise InputError("no traffic and no ports used", item="degree")
     name = f"topoopt:{n},d={d},B={bandwidth / 1e9:g}GB/s"
     meta = {"jumps": {str(g): js for g, js in jumps.items()}, "degree_allreduce": da,
             "degree_mp": dm}

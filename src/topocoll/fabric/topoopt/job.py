@@ -315,10 +315,9 @@ class Job:
         for name in ("servers", "batch_per_gpu", "gpus_per_server", "bag"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}",
-                                 item=f"--{name.replace('_', '-')}")
+                raise InputError(f"{name} must be a positive integer, got {v!r}", item=name)
         if self.servers < 3:
-            raise InputError(f"servers must be >= 3, got {self.servers}", item="--servers")
+            raise InputError(f"servers must be >= 3, got {self.servers}", item="servers")
         n = self.servers
         tps = tuple(k for k in self.tp_sizes if 1 < k < n and n % k == 0)
         object.__setattr__(self, "tp_sizes", tps)
@@ -388,7 +387,7 @@ class Job:
             raise InputError(f"{self.model.name} does not fit in {self.servers} servers of "
                              f"{self.gpus_per_server} x {self.device.name} even split "
                              f"{max(self.tp_sizes, default=1)} ways ({over:.2f}x the memory)",
-                             item="--model")
+                             item="model")
         return st
 
     @property
@@ -572,7 +571,7 @@ class FabricEval:
         n = job.servers
         if topology.num_ranks != n:
             raise InputError(f"{topology.name} has {topology.num_ranks} ranks, the job "
-                             f"{n} servers", item="--servers")
+                             f"{n} servers", item="servers")
         self.job = job
         self.topology = topology
         self.overlap = overlap

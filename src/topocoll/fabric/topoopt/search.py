@@ -198,13 +198,13 @@ def optimize(job: Job, *, degree: int, port_bandwidth: float, rounds: int = 3,
     (the released code: every port to rings) or ``"best"`` (every even split tried on
     the strategy, the fastest kept)."""
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise InputError(f"rounds must be a positive integer, got {rounds!r}", item="--rounds")
+        raise InputError(f"rounds must be a positive integer, got {rounds!r}", item="rounds")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InputError(f"steps must be a non-negative integer, got {steps!r}",
-                         item="--steps")
+                         item="steps")
     if split not in SPLITS:
         raise InputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}",
-                         item="--split")
+                         item="split")
     rng = np.random.default_rng(seed)
     s, t, fr, fe = _start(job, degree, port_bandwidth, latency, split, routing, overlap)
     best = (s, t, fr, fe.links.diameter)
@@ -248,7 +248,7 @@ def expander_fabric(n: int, degree: int, bandwidth: float, latency: float = 1e-6
 
     if (n * degree) % 2:
         raise InputError(f"a {degree}-regular graph needs n x d even, got {n} x {degree}",
-                         item="--degree")
+                         item="degree")
     for k in range(100):
         g = nx.random_regular_graph(degree, n, seed=seed + k)
         if nx.is_connected(g):

@@ -73,7 +73,7 @@ class BoundedLossReceiver:
 
     def __init__(self, packets: Sequence[int], eps: float) -> None:
         if not 0 <= eps < 1:
-            raise InputError(f"the loss budget must be in [0, 1), got {eps}", item="--eps")
+            raise InputError(f"the loss budget must be in [0, 1), got {eps}", item="eps")
         self.sizes = np.asarray(packets, dtype=np.int64)
         self.eps = float(eps)
         self.have = np.zeros(len(self.sizes), bool)

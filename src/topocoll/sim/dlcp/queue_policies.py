@@ -83,7 +83,7 @@ def _tables(policy, max_priority: int, per_class: bool = False,
 def _check_buffer(buffer: int) -> None:
     if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
         raise InputError(f"buffer must be a positive number of bytes, got {buffer!r}",
-                         item="--buffer")
+                         item="buffer")
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ class FixedWindow:
     def __post_init__(self) -> None:
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
             raise InputError(f"window must be a positive number of packets, got "
-                             f"{self.size!r}", item="--window")
+                             f"{self.size!r}", item="window")
 
     def window(self, flow) -> int:
         return self.size
