@@ -7,8 +7,10 @@ overwrites the destination's entry; a REDUCE unions into it, and all REDUCEs int
 (rank, chunk) in one step are combined together with what the rank held. At the end every
 rank of ``post(c)`` must hold exactly ``pre(c)``.
 
-Two set representations share one engine (a numba kernel that runs each step in two
-phases: gather every source value, then apply every write):
+Two set representations share one engine (numba kernels that run each step in two
+phases: gather every source value, then apply every write; the fingerprint cells have a
+kernel of their own with the lanes written out, checked against the general one by
+``tests/verification/test_kernels.py``):
 
 - **exact**: a bitset over the collective's members (``ceil(p/64)`` words per cell). Union
   is OR; a double count is caught the moment it happens (the two sets intersect).
@@ -240,14 +242,114 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
     return n, total
 
 
+@njit(cache=True)
+def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chunks, state,
+                            pre_size, is_reduction, rec, limit, stop):
+    """:func:`_steps_part` for fingerprint cells and the chunks ``lo <= c < hi``.
+
+    The same checks, in the same order, with the three lanes written out: a gathered cell
+    whose count lane is 0 is one not to apply (not held, a bad transfer, or no source),
+    so no flag array is kept. About twice as fast as the general kernel.
+    """
+    C, R, _ = state.shape
+    P = np.int64(MERSENNE31)
+    n = 0
+    total = 0
+    maxe = 0
+    for s in range(len(step_ptr) - 1):
+        maxe = max(maxe, chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]])
+    buf = np.empty((maxe, 3), state.dtype)
+    for s in range(len(step_ptr) - 1):
+        a = step_ptr[s]
+        b = step_ptr[s + 1]
+        base = chunk_ptr[a]
+        # phase 1: validate and gather every source value as of the start of the step
+        for t in range(a, b):
+            u = src[t]
+            v = dst[t]
+            tbad = False
+            if u < 0 or u >= R or v < 0 or v >= R:
+                if part == 0:
+                    n, total = _rec(rec, n, total, limit, 0, t, -1,
+                                    u if (u < 0 or u >= R) else v)
+                tbad = True
+            elif u == v:
+                if part == 0:
+                    n, total = _rec(rec, n, total, limit, 1, t, -1, u)
+                tbad = True
+            if part == 0 and (not is_reduction) and op[t] == 1:
+                n, total = _rec(rec, n, total, limit, 7, t, -1, -1)
+            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                c = chunks[e]
+                if c < 0 or c >= C:
+                    if part == 0 and not tbad:
+                        n, total = _rec(rec, n, total, limit, 2, t, c, -1)
+                    continue
+                if c < lo or c >= hi:
+                    continue
+                k = e - base
+                if tbad:
+                    buf[k, 2] = 0
+                    continue
+                buf[k, 0] = state[c, u, 0]
+                buf[k, 1] = state[c, u, 1]
+                buf[k, 2] = state[c, u, 2]
+                if buf[k, 2] == 0:
+                    n, total = _rec(rec, n, total, limit, 4, t, c, u)
+        # phase 2: apply every write
+        s1 = np.int64(2 * s + 1)
+        s2 = np.int64(2 * s + 2)
+        for t in range(a, b):
+            v = dst[t]
+            red = op[t] == 1
+            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                c = chunks[e]
+                if c < lo or c >= hi:
+                    continue
+                k = e - base
+                if buf[k, 2] == 0:
+                    continue
+                tag = np.int64(state[c, v, 3])
+                if tag >= s1:  # already written in this step
+                    if tag == s2 or not red:
+                        n, total = _rec(rec, n, total, limit, 6, t, c, v)
+                        state[c, v, 3] = s2
+                        continue
+                else:
+                    state[c, v, 3] = s1 if red else s2
+                if not red:
+                    state[c, v, 0] = buf[k, 0]
+                    state[c, v, 1] = buf[k, 1]
+                    state[c, v, 2] = buf[k, 2]
+                else:
+                    for w in range(2):  # both lanes < P, so one conditional subtraction
+                        x = np.int64(state[c, v, w]) + np.int64(buf[k, w])
+                        state[c, v, w] = x - P if x >= P else x
+                    x = min(np.int64(state[c, v, 2]) + np.int64(buf[k, 2]), P)
+                    state[c, v, 2] = x
+                    if x > np.int64(pre_size[c]):
+                        n, total = _rec(rec, n, total, limit, 5, t, c, -1)
+        if stop and n >= limit:
+            return n, total
+    return n, total
+
+
 @njit(cache=True, parallel=True)
 def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
            is_reduction, rec, limit, stop):
     nparts = rec.shape[0]
+    C = state.shape[0]
     counts = np.zeros((nparts, 2), np.int64)
     for part in prange(nparts):
-        n, total = _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state,
-                               exact, pre_size, members, is_reduction, rec[part], limit, stop)
+        if exact:
+            n, total = _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks,
+                                   state, exact, pre_size, members, is_reduction, rec[part],
+                                   limit, stop)
+        else:
+            n, total = _steps_fingerprint_part(C * part // nparts, C * (part + 1) // nparts,
+                                               part, step_ptr, src, dst, op, chunk_ptr,
+                                               chunks, state, pre_size, is_reduction,
+                                               rec[part], limit, stop)
         counts[part, 0] = n
         counts[part, 1] = total
     return counts
