@@ -3,7 +3,10 @@
 :func:`content_digest` hashes nested Python values and numpy arrays by *value*, not by
 their text: dictionaries in sorted key order, floats by their exact IEEE-754 bits (so
 ``0.1`` and ``1e-1`` agree and nothing depends on how a number is printed), integer
-arrays widened to 64 bits and float arrays to float64, little-endian, with their shape.
+arrays at the narrowest of 8, 32 and 64 bits that holds every value (so an ``int32`` and an
+``int64`` array of the same values agree, and a column of small numbers is hashed at the
+width it needs rather than widened) and float arrays as float64, little-endian, with
+their shape.
 Every item carries a type tag and a length, so different structures never collide by
 concatenation. :meth:`topocoll.topology.Topology.fingerprint` and
 :meth:`topocoll.schedule.Schedule.fingerprint` are built on it, and the schedule cache is
@@ -87,19 +90,38 @@ def _feed(h, x: Any) -> None:
         raise TypeError(f"content_digest cannot hash a {type(x).__name__} ({x!r:.60})")
 
 
-#: Elements widened and hashed at a time (the digest is that of the whole array: SHA-256
-#: is streamed), so a 134 M-entry column is never copied whole at 64 bits.
+#: Elements converted and hashed at a time (the digest is that of the whole array: SHA-256
+#: is streamed), so a 134 M-entry column is never copied whole.
 _BLOCK = 1 << 22
+
+_INT_WIDTHS = ((np.int8, b"1"), (np.int32, b"4"), (np.int64, b"8"))
+
+
+def _int_width(a: np.ndarray):
+    """The narrowest of int8, int32 and int64 that holds every value of ``a`` (a ``uint64``
+    value above the int64 range is hashed by its bits, as before)."""
+    if a.size == 0:
+        return _INT_WIDTHS[0]
+    lo, hi = int(a.min()), int(a.max())
+    for dtype, tag in _INT_WIDTHS[:-1]:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return dtype, tag
+    return _INT_WIDTHS[-1]
 
 
 def _feed_array(h, a: np.ndarray) -> None:
     if a.dtype.kind in "iub":
-        wide, tag = "<i8", b"AI"
+        dtype, width = _int_width(a)
+        wide, tag = np.dtype(dtype).newbyteorder("<"), b"AI" + width
     elif a.dtype.kind == "f":
-        wide, tag = "<f8", b"AF"
+        wide, tag = np.dtype("<f8"), b"AF"
     else:
         raise TypeError(f"content_digest cannot hash an array of dtype {a.dtype}")
     h.update(tag + struct.pack("<Q", a.ndim) + struct.pack(f"<{a.ndim}Q", *a.shape))
     flat = np.ravel(a, order="C")
+    if flat.dtype == wide:                      # already in the hashed form: no copy
+        h.update(memoryview(flat))
+        return
     for i in range(0, len(flat), _BLOCK):
         h.update(memoryview(np.ascontiguousarray(flat[i:i + _BLOCK], dtype=wide)))

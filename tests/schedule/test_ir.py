@@ -199,4 +199,4 @@ def test_schedule_fingerprint_is_pinned():
 
     s = ring_allreduce(parse_spec("torus:4x4,bw=400Gbps,lat=100ns"))
     assert s.fingerprint() == (
-        "2f1e51b70481abca6e04902e9aaafa1725c6109b83b668b1f277b14ca1bfc0fd")
+        "ec1ad236fdc0f58295edeeb79f6c78e544580c01f2cc32f31446c56baedae673")

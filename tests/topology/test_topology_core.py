@@ -121,4 +121,4 @@ def test_fingerprint_is_pinned():
     from topocoll.topology.spec import parse_spec
 
     assert parse_spec("torus:4x4,bw=400Gbps,lat=100ns").fingerprint() == (
-        "0ee5c6c161614ce71f259218bb731d981687f3fdd45bf80bdc42d539dde699bb")
+        "a392c7885540b8fde3d2e3982d36186729481c202c7043bd1ac7156acf261b4e")
