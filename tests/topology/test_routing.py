@@ -242,6 +242,37 @@ def test_small_blocks_give_the_same_routes(monkeypatch):
         assert np.array_equal(r.frac, r2.frac) and np.array_equal(r.latency, r2.latency)
 
 
+@pytest.mark.parametrize("spec", ["torus:5x4", "fattree:k=4", "dgx-h100:2", "mesh:3x5",
+                                  "leafspine:leaves=4,spines=3,hosts=2", "hypercube:4"])
+def test_shortest_routes_take_the_lowest_link_towards_the_target(spec):
+    """Every hop of a deterministic route is the lowest-index link that leaves the current
+    node for one a hop closer to the destination (distances from networkx), on all pairs
+    of nodes, switches included; a bundle of parallel links is routed whole."""
+    from topocoll.topology.spec import parse_spec
+
+    t = parse_spec(spec)
+    n = t.num_nodes
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(zip(t.link_src.tolist(), t.link_dst.tolist(), strict=True))
+    to = {d: nx.single_source_shortest_path_length(g.reverse(copy=False), d) for d in range(n)}
+    out_links = {}
+    for k, (a, b) in enumerate(zip(t.link_src.tolist(), t.link_dst.tolist(), strict=True)):
+        out_links.setdefault(a, []).append((k, b))
+    pairs = np.array([(a, b) for a in range(n) for b in range(n) if a != b])
+    r = routes(t, pairs, "shortest")
+    for i, (a, b) in enumerate(pairs.tolist()):
+        links, _ = r.links(i)
+        cur, want = a, []
+        while cur != b:
+            k, nxt = min((k, h) for k, h in out_links[cur] if to[b].get(h, -9) == to[b][cur] - 1)
+            want.append({k2 for k2, h2 in out_links[cur] if h2 == nxt})  # the whole bundle
+            cur = nxt
+        assert int(r.hops[i]) == len(want) == to[b][a]
+        got = links.tolist()
+        assert set(got) == set().union(*want), (spec, a, b)
+
+
 # ----------------------------------------------------------------- spread_paths
 def _all_shortest(t, s, d):
     g = nx.DiGraph()

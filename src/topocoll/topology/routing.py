@@ -226,13 +226,13 @@ class _Dag:
     ptr: np.ndarray
 
 
-def _bfs(g: _Graph, targets: np.ndarray, need: np.ndarray, csr: bool) -> _Dag:
+def _bfs(g: _Graph, targets: np.ndarray, need: np.ndarray) -> _Dag:
     """Breadth-first search from all ``targets`` at once along reversed links, level by
     level, stopping once every flattened ``row * n + node`` in ``need`` is reached.
 
     Vectorized over targets; the work is proportional to the explored balls, so routing
-    between nearby ranks of a large network stays cheap. ``csr=False`` leaves the DAG
-    links unsorted and ``ptr`` empty (the deterministic walk needs neither).
+    between nearby ranks of a large network stays cheap. It keeps every shortest-path
+    link (multipath routing); the deterministic walk uses :func:`_nearest` instead.
     """
     n = g.n
     size = len(targets) * n
@@ -257,18 +257,17 @@ def _bfs(g: _Graph, targets: np.ndarray, need: np.ndarray, csr: bool) -> _Dag:
         front = t_new[claim[t_new] == np.arange(len(t_new))]
     key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
     link = np.concatenate(links) if links else np.zeros(0, dtype=np.int64)
-    ptr = np.zeros(0, dtype=np.int64)
-    if csr:
-        order = np.argsort(key, kind="stable")
-        key, link = key[order], link[order]
-        ptr = np.zeros(size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(key, minlength=size), out=ptr[1:])
+    order = np.argsort(key, kind="stable")
+    key, link = key[order], link[order]
+    ptr = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key, minlength=size), out=ptr[1:])
     return _Dag(n, targets, flat, key, link, key - g.src[link] + g.dst[link], ptr)
 
 
-def _blocks(g: _Graph, pairs: np.ndarray, rest: np.ndarray, csr: bool):
+def _blocks(g: _Graph, pairs: np.ndarray, rest: np.ndarray, whole_dag: bool):
     """Per block of destinations: ``(dag, idx, node)`` where ``idx`` are pair indices and
-    ``node`` the flattened ``row * n + src`` of each pair."""
+    ``node`` the flattened ``row * n + src`` of each pair; ``dag`` is every shortest-path
+    link (:func:`_bfs`) or, without ``whole_dag``, the next hops of :func:`_nearest`."""
     dst = pairs[rest, 1]
     order = np.argsort(dst, kind="stable")
     idx_sorted, dst_sorted = rest[order], dst[order]
@@ -279,7 +278,10 @@ def _blocks(g: _Graph, pairs: np.ndarray, rest: np.ndarray, csr: bool):
         b = min(a + per_block, len(targets))
         idx = idx_sorted[bounds[a]:bounds[b]]
         node = (inverse[bounds[a]:bounds[b]] - a).astype(np.int64) * g.n + pairs[idx, 0]
-        dag = _bfs(g, targets[a:b], node, csr)
+        if whole_dag:
+            dag = _bfs(g, targets[a:b], node)
+        else:
+            dag = _nearest(g, targets[a:b], inverse[bounds[a]:bounds[b]] - a, pairs[idx, 0])
         bad = dag.dist[node] == _FAR
         if bad.any():
             s, d = (int(x) for x in pairs[idx[bad][0]])
@@ -288,12 +290,33 @@ def _blocks(g: _Graph, pairs: np.ndarray, rest: np.ndarray, csr: bool):
 
 
 # ----------------------------------------------------------------- deterministic
-def _walk(g: _Graph, dag: _Dag, node: np.ndarray, hops: np.ndarray, starts: np.ndarray,
+@dataclass(frozen=True, eq=False)
+class _NextHops:
+    """Per flattened ``row * n + node``: hop distance to the row's target and the
+    lowest-index link leaving ``node`` on a shortest path to it."""
+
+    dist: np.ndarray
+    nh: np.ndarray
+
+
+def _nearest(g: _Graph, targets: np.ndarray, rows: np.ndarray, sources: np.ndarray
+             ) -> _NextHops:
+    """The compiled search (:mod:`._nexthop`) for ``targets``; ``rows`` (sorted) and
+    ``sources`` list the pairs that must be reached."""
+    from ._nexthop import nearest_links
+
+    need_ptr = np.zeros(len(targets) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(targets)), out=need_ptr[1:])
+    dist, nh = nearest_links(g.in_ptr, g.in_link, g.src.astype(np.int64), g.n,
+                             targets.astype(np.int64), need_ptr, sources.astype(np.int64))
+    return _NextHops(dist, nh)
+
+
+def _walk(g: _Graph, dag: _NextHops, node: np.ndarray, hops: np.ndarray, starts: np.ndarray,
           out: np.ndarray) -> np.ndarray:
     """Walk all pairs of a block at once, writing the lowest-index shortest-path link of
     hop ``h`` of pair ``i`` to ``out[starts[i] + h]``; returns the summed hop latencies."""
-    nh = np.full(len(dag.dist), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(nh, dag.key, dag.link)
+    nh = dag.nh
     delta = g.dst - g.src
     order = np.argsort(-hops, kind="stable")
     cur, hops_o, starts_o = node[order], hops[order], starts[order]
@@ -321,7 +344,7 @@ def _shortest_links(g: _Graph, pairs: np.ndarray):
     lat[direct] = g.blat[b[direct]]
     rest = np.flatnonzero((b < 0) & (s != d))
     blocks = []
-    for dag, idx, node in _blocks(g, pairs, rest, csr=False):
+    for dag, idx, node in _blocks(g, pairs, rest, whole_dag=False):
         hops[idx] = dag.dist[node]
         blocks.append((dag, idx, node))
     bptr = np.zeros(len(pairs) + 1, dtype=np.int64)
@@ -413,7 +436,7 @@ def _route_multipath(g: _Graph, pairs: np.ndarray, spray: bool) -> Routes:
     ent_l = [g.blinks[_segments(g.bptr[b[direct]], sz)]]
     ent_f = [1.0 / np.repeat(sz, sz)]
     rest = np.flatnonzero((b < 0) & (s != d))
-    for dag, idx, node in _blocks(g, pairs, rest, csr=True):
+    for dag, idx, node in _blocks(g, pairs, rest, whole_dag=True):
         h = dag.dist[node].astype(np.int64)
         hops[idx] = h
         depth = int(h.max())
@@ -721,7 +744,7 @@ def spread_paths(topology: RoutedFabric, pairs, choice, *, spans: bool = False):
     span = np.ones(len(p), dtype=np.int64)
     rows: list[tuple[np.ndarray, np.ndarray]] = []       # (walker ids, padded node matrix)
     rest = np.flatnonzero(p[:, 0] != p[:, 1])
-    for dag, idx, node in _blocks(g, p, rest, csr=True):
+    for dag, idx, node in _blocks(g, p, rest, whole_dag=True):
         h = dag.dist[node].astype(np.int64)
         hops[idx] = h
         mat = np.full((len(idx), int(h.max()) + 1), -1, dtype=np.int64)
