@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..optimum.bounds import lower_bound
 from ..topology.routing import Routes, path_routes, routes
+from ._lines import one_link_lines, step_envelope
 from .base import CostModelBase, SimResult, check_inputs, check_model_options
 from .kernel import step_charges
 
@@ -330,17 +331,16 @@ class _Evaluator:
         """:meth:`lines` when every routed pair uses exactly one link."""
         sp = self.s.step_ptr
         a, b = int(sp[s0]), int(sp[s1])
-        nsteps, L = s1 - s0, self.num_links
+        L = self.num_links
         pid = self.pair_id(_keys(self.s, self.n, a, b))
         link = self.pair_link[pid]
-        key = np.repeat(np.arange(nsteps, dtype=np.int64) * L, np.diff(sp[s0:s1 + 1]))
-        key += link
-        if self.unit_chunks:
-            load = np.bincount(key, minlength=nsteps * L) * self.chunk_bytes
+        if self.unit_chunks:    # count chunks exactly, then scale (as np.bincount did)
+            nbytes, scale = np.ones(b - a), float(self.chunk_bytes)
         else:
-            load = np.bincount(key, weights=self._bytes(a, b), minlength=nsteps * L)
-        self.link_load += load.reshape(nsteps, L).sum(axis=0)
-        return self.rt.latency[pid], load[key] * self.inv_bw[link], sp[s0:s1 + 1] - a
+            nbytes, scale = self._bytes(a, b), 1.0
+        slope, batch_load = one_link_lines(sp, s0, s1, link, nbytes, scale, self.inv_bw, L)
+        self.link_load += batch_load
+        return self.rt.latency[pid], slope, sp[s0:s1 + 1] - a
 
     def _entries(self, a: int, b: int):
         """Route entries of transfers ``a:b``: (owner offset, link, frac) sorted by owner,
@@ -473,9 +473,16 @@ def _pareto(lat: np.ndarray, slope: np.ndarray, ptr: np.ndarray):
     return lat, slope, out
 
 
+#: Up to this many sizes, :func:`_envelope` evaluates every line at every size in one
+#: compiled pass; beyond it, dominated lines are dropped first (a sort).
+DIRECT_ENVELOPE_SIZES = 16
+
+
 def _envelope(lat: np.ndarray, slope: np.ndarray, ptr: np.ndarray,
               cbs: np.ndarray) -> np.ndarray:
     """``out[k, i] = max over segment k of lat + cbs[i] * slope`` (0 for empty segments)."""
+    if len(cbs) <= DIRECT_ENVELOPE_SIZES:
+        return step_envelope(lat, slope, ptr, np.asarray(cbs, dtype=np.float64))
     lat, slope, ptr = _pareto(lat, slope, ptr)
     out = np.zeros((len(ptr) - 1, len(cbs)))
     nz = ptr[1:] > ptr[:-1]

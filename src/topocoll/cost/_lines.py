@@ -1,0 +1,62 @@
+"""Compiled loops of the alpha-beta model's step lines (:mod:`.alphabeta`).
+
+A transfer ``t`` of a step finishes at ``latency_t + chunk_bytes * slope_t``; a step's time
+at a size is the largest of its transfers' lines there. :func:`step_envelope` evaluates
+that maximum for a few sizes in one pass over the lines (no sort, nothing materialized),
+and :func:`one_link_lines` computes the lines of a batch of steps whose routes are one
+link each (loads per step and link, then each transfer's slope).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["step_envelope", "one_link_lines"]
+
+
+@njit(cache=True)
+def step_envelope(lat, slope, ptr, cbs):
+    """``out[k, i] = max(0, max over lines j of segment k of lat[j] + cbs[i] * slope[j])``
+    (0 for an empty segment)."""
+    nseg = len(ptr) - 1
+    out = np.zeros((nseg, len(cbs)))
+    for k in range(nseg):
+        a = ptr[k]
+        b = ptr[k + 1]
+        if a == b:
+            continue
+        for i in range(len(cbs)):
+            c = cbs[i]
+            m = lat[a] + slope[a] * c
+            for j in range(a + 1, b):
+                v = lat[j] + slope[j] * c
+                if v > m:
+                    m = v
+            out[k, i] = m if m > 0.0 else 0.0
+    return out
+
+
+@njit(cache=True)
+def one_link_lines(step_ptr, s0, s1, link, nbytes, scale, inv_bw, num_links):
+    """``(slope, batch_load)`` of steps ``s0:s1`` whose transfers use one link each
+    (``link`` and ``nbytes`` per transfer of the batch): a transfer's slope is the bytes
+    on its link in its step, times ``scale``, over the link's bandwidth; ``batch_load`` is
+    each link's bytes summed over the batch's steps, step by step."""
+    base = step_ptr[s0]
+    load = np.zeros(num_links)
+    total = np.zeros(num_links)
+    slope = np.empty(step_ptr[s1] - base)
+    for s in range(s0, s1):
+        a = step_ptr[s] - base
+        b = step_ptr[s + 1] - base
+        for t in range(a, b):
+            load[link[t]] += nbytes[t]
+        for t in range(a, b):
+            slope[t] = (load[link[t]] * scale) * inv_bw[link[t]]
+        for t in range(a, b):
+            x = load[link[t]]
+            if x != 0.0:
+                total[link[t]] += x * scale
+                load[link[t]] = 0.0
+    return slope, total

@@ -1,0 +1,63 @@
+"""The alpha-beta model's compiled line loops equal the array formulations they replaced."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topocoll.cost import AlphaBeta
+from topocoll.cost import alphabeta as ab
+from topocoll.cost._lines import one_link_lines, step_envelope
+from topocoll.synth import ring_allreduce, swing_allreduce
+from topocoll.topology import torus
+
+
+def test_envelope_in_one_pass_equals_the_pareto_front_then_maximum():
+    rng = np.random.default_rng(3)
+    ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 40, size=200))])
+    lat = rng.random(ptr[-1]) * 1e-5
+    slope = rng.random(ptr[-1]) * 1e-9
+    slope[::7] = 0.0                                    # flat lines and ties
+    lat[1::6] = lat[0::6][:len(lat[1::6])]             # equal latencies
+    cbs = np.array([0.0, 1.0, 3e3, 2**21 + 7.0, 2**30])
+    direct = step_envelope(lat, slope, ptr, cbs)
+    p_lat, p_slope, p_ptr = ab._pareto(lat, slope, ptr)
+    ref = np.zeros_like(direct)
+    for k in range(len(ptr) - 1):
+        if p_ptr[k + 1] > p_ptr[k]:
+            val = p_lat[p_ptr[k]:p_ptr[k + 1], None] + p_slope[p_ptr[k]:p_ptr[k + 1], None] * cbs
+            ref[k] = np.maximum(val.max(axis=0), 0.0)
+    assert np.array_equal(direct, ref)
+    assert (np.diff(ptr) == 0).any() and not direct[np.diff(ptr) == 0].any()
+
+
+def test_one_link_lines_equal_bincount_per_step():
+    rng = np.random.default_rng(5)
+    step_ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 30, size=50))])
+    T, L = int(step_ptr[-1]), 17
+    link = rng.integers(0, L, size=T)
+    nbytes = rng.random(T) * 1e6
+    inv_bw = 1.0 / (rng.random(L) * 1e11 + 1e9)
+    s0, s1 = 3, 41
+    a, b = step_ptr[s0], step_ptr[s1]
+    slope, total = one_link_lines(step_ptr, s0, s1, link[a:b], nbytes[a:b], 2.5, inv_bw, L)
+    tstep = np.repeat(np.arange(s1 - s0), np.diff(step_ptr[s0:s1 + 1]))
+    key = tstep * L + link[a:b]
+    load = np.bincount(key, weights=nbytes[a:b], minlength=(s1 - s0) * L) * 2.5
+    assert np.array_equal(slope, load[key] * inv_bw[link[a:b]])
+    assert np.array_equal(total, load.reshape(s1 - s0, L).sum(axis=0))
+
+
+@pytest.mark.parametrize("make", [ring_allreduce, swing_allreduce])
+def test_many_sizes_take_the_pareto_path_and_agree(make, monkeypatch):
+    t = torus((4, 4))
+    s = make(t)
+    sizes = [float(x) for x in np.geomspace(1, 2**30, 20)]
+    direct = AlphaBeta().evaluate_sizes(s, t, sizes[:10])
+    pareto = AlphaBeta().evaluate_sizes(s, t, sizes)          # 20 sizes: the sorted front
+    monkeypatch.setattr(ab, "DIRECT_ENVELOPE_SIZES", 100)
+    again = AlphaBeta().evaluate_sizes(s, t, sizes)
+    for x, y in zip(pareto, again, strict=True):
+        assert np.array_equal(x.step_times, y.step_times)
+    for x, y in zip(direct, pareto[:10], strict=True):
+        assert x.time == y.time
