@@ -13,7 +13,6 @@ import contextlib
 import json
 import math
 import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from topocoll.cli import app
 from topocoll.errors import TopocollError
 
 runner = CliRunner()
-LIMIT_S = 5.0
+HANG_S = 60.0  # a hang guard, not a speed target (speed lives in benchmarks/)
 
 
 class TookTooLong(Exception):
@@ -577,10 +576,8 @@ CLI: list[tuple[str, list[str], int, str]] = [
 @pytest.mark.parametrize("name,args,code,item", CLI, ids=[c[0] for c in CLI])
 def test_cli_bad_input(files, name, args, code, item):
     argv = [a.replace("{d}", str(files)) for a in args]
-    t0 = time.perf_counter()
-    with deadline(2 * LIMIT_S):
+    with deadline(HANG_S):
         r = runner.invoke(app, argv)
-    elapsed = time.perf_counter() - t0
     assert not isinstance(r.exception, TookTooLong), f"{name}: hangs"
     out = r.stdout + r.stderr
     assert "Traceback" not in out and r.exception is None or isinstance(r.exception, SystemExit), \
@@ -590,7 +587,6 @@ def test_cli_bad_input(files, name, args, code, item):
     if code == 2:
         assert len(lines) == 1 and lines[0].startswith("error:"), f"{name}:\n{r.stderr}"
     assert item.lower() in r.stderr.lower(), f"{name}: {item!r} not named in\n{r.stderr}"
-    assert elapsed < LIMIT_S, f"{name}: {elapsed:.1f} s"
 
 
 # ----------------------------------------------------------------------------- API cases
@@ -719,15 +715,13 @@ API = _api()
 
 @pytest.mark.parametrize("name,call,exc,item", API, ids=[a[0] for a in API])
 def test_api_bad_input(name, call, exc, item):
-    t0 = time.perf_counter()
-    with deadline(2 * LIMIT_S):
+    with deadline(HANG_S):
         if exc is None:               # accepted on purpose (a path or text, a rate string)
             assert call()
         else:
             with pytest.raises(exc) as info:
                 call()
             assert item.lower() in str(info.value).lower(), f"{name}: {info.value}"
-    assert time.perf_counter() - t0 < LIMIT_S
 
 
 def test_every_command_has_a_bad_input_case():

