@@ -61,3 +61,31 @@ def test_many_sizes_take_the_pareto_path_and_agree(make, monkeypatch):
         assert np.array_equal(x.step_times, y.step_times)
     for x, y in zip(direct, pareto[:10], strict=True):
         assert x.time == y.time
+
+
+@pytest.mark.parametrize("case", ["ring-unit", "hypercube-multi-chunk"])
+def test_pair_table_inside_the_loop_equals_the_searched_pairs(case, monkeypatch):
+    # one-link schedules: the dense pair table (looked up in the compiled loop) and the
+    # sorted-key search (numpy) give the same times and loads, bit for bit
+    from topocoll.synth import rabenseifner_allreduce
+    from topocoll.topology import hypercube, ring
+
+    if case == "ring-unit":
+        t = ring(8)
+        s = ring_allreduce(t)
+    else:
+        t = hypercube(4)
+        s = rabenseifner_allreduce(t)
+        assert s.chunk_ptr[-1] > s.num_transfers            # transfers of several chunks
+    sizes = [32.0, 3e3 + 1, 2.0**30]
+    dense = [AlphaBeta(alpha=a).evaluate_sizes(s, t, sizes) for a in (0.0, 1e-6)]
+    one = AlphaBeta().evaluate(s, t, 12345.0)
+    monkeypatch.setattr(ab, "DENSE_PAIR_TABLE", 0)
+    searched = [AlphaBeta(alpha=a).evaluate_sizes(s, t, sizes) for a in (0.0, 1e-6)]
+    again = AlphaBeta().evaluate(s, t, 12345.0)
+    for xs, ys in zip(dense, searched, strict=True):
+        for x, y in zip(xs, ys, strict=True):
+            assert np.array_equal(x.step_times, y.step_times)
+            assert np.array_equal(x.link_load, y.link_load)
+    assert np.array_equal(one.step_times, again.step_times)
+    assert np.array_equal(one.link_load, again.link_load)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["step_envelope", "one_link_lines"]
+__all__ = ["step_envelope", "one_link_lines", "one_link_lines_table"]
 
 
 @njit(cache=True)
@@ -60,3 +60,27 @@ def one_link_lines(step_ptr, s0, s1, link, nbytes, scale, inv_bw, num_links):
                 total[link[t]] += x * scale
                 load[link[t]] = 0.0
     return slope, total
+
+
+@njit(cache=True)
+def one_link_lines_table(step_ptr, s0, s1, src, dst, n, table, pair_link, pair_lat, chunk_ptr,
+                         unit, chunk_bytes, inv_bw, num_links):
+    """:func:`one_link_lines` from the schedule's columns: each transfer's pair row from
+    ``table[src * n + dst]``, its link and latency from the pair's; ``(lat, slope,
+    batch_load)``. With ``unit`` (one chunk per transfer) chunks are counted and the
+    loads scaled by ``chunk_bytes``; otherwise each transfer weighs its chunks x
+    ``chunk_bytes``."""
+    base = step_ptr[s0]
+    T = step_ptr[s1] - base
+    link = np.empty(T, np.int64)
+    lat = np.empty(T)
+    nbytes = np.empty(T)
+    for i in range(T):
+        t = base + i
+        p = table[np.int64(src[t]) * n + dst[t]]
+        link[i] = pair_link[p]
+        lat[i] = pair_lat[p]
+        nbytes[i] = 1.0 if unit else (chunk_ptr[t + 1] - chunk_ptr[t]) * chunk_bytes
+    slope, total = one_link_lines(step_ptr, s0, s1, link, nbytes,
+                                  chunk_bytes if unit else 1.0, inv_bw, num_links)
+    return lat, slope, total

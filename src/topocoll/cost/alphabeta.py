@@ -10,7 +10,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..optimum.bounds import lower_bound
 from ..topology.routing import Routes, path_routes, routes
-from ._lines import one_link_lines, step_envelope
+from ._lines import one_link_lines, one_link_lines_table, step_envelope
 from .base import CostModelBase, SimResult, check_inputs, check_model_options
 from .kernel import step_charges
 
@@ -251,8 +251,20 @@ def _keys(schedule: Schedule, n: int, a: int, b: int) -> np.ndarray:
     return schedule.src[a:b].astype(np.int64) * n + schedule.dst[a:b]
 
 
+@dataclass(frozen=True, eq=False)
+class _PairIndex:
+    """Row of each routed ``(src, dst)`` pair key ``src * n + dst``: a dense table over
+    all keys when it fits (:data:`DENSE_PAIR_TABLE`), else a search in the sorted keys."""
+
+    ukeys: np.ndarray
+    table: np.ndarray | None
+
+    def __call__(self, k: np.ndarray) -> np.ndarray:
+        return self.table[k] if self.table is not None else np.searchsorted(self.ukeys, k)
+
+
 def _pair_index(schedule: Schedule, n: int, explicit: np.ndarray | None
-                ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+                ) -> tuple[np.ndarray, _PairIndex]:
     """The distinct routed ``(src, dst)`` pairs and a map from pair keys to their row."""
     T = schedule.num_transfers
     chunks = range(0, T, TRANSFERS_PER_BATCH)
@@ -261,6 +273,7 @@ def _pair_index(schedule: Schedule, n: int, explicit: np.ndarray | None
         k = _keys(schedule, n, a, min(a + TRANSFERS_PER_BATCH, T))
         return k if explicit is None else k[~explicit[a:a + len(k)]]
 
+    table = None
     if n * n <= DENSE_PAIR_TABLE:
         seen = np.zeros(n * n, dtype=bool)
         for a in chunks:
@@ -269,16 +282,10 @@ def _pair_index(schedule: Schedule, n: int, explicit: np.ndarray | None
         del seen
         table = np.empty(n * n, dtype=np.int32)  # only keys seen above are ever looked up
         table[ukeys] = np.arange(len(ukeys), dtype=np.int32)
-
-        def pair_id(k: np.ndarray) -> np.ndarray:
-            return table[k]
     else:
         parts = [np.unique(routed_keys(a)) for a in chunks]
         ukeys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-
-        def pair_id(k: np.ndarray) -> np.ndarray:
-            return np.searchsorted(ukeys, k)
-    return np.stack([ukeys // n, ukeys % n], axis=1), pair_id
+    return np.stack([ukeys // n, ukeys % n], axis=1), _PairIndex(ukeys, table)
 
 
 def _batches(step_ptr: np.ndarray, num_links: int, max_route_len: int
@@ -306,7 +313,7 @@ class _Evaluator:
     """Turns batches of steps into step times (without alpha) and accumulates link loads."""
 
     def __init__(self, schedule: Schedule, topology: Topology, rt: Routes,
-                 pair_id: Callable[[np.ndarray], np.ndarray], explicit: np.ndarray | None,
+                 pair_id: _PairIndex, explicit: np.ndarray | None,
                  chunk_bytes: float) -> None:
         self.s, self.topology, self.rt, self.pair_id = schedule, topology, rt, pair_id
         self.explicit, self.chunk_bytes = explicit, chunk_bytes
@@ -332,15 +339,21 @@ class _Evaluator:
         sp = self.s.step_ptr
         a, b = int(sp[s0]), int(sp[s1])
         L = self.num_links
-        pid = self.pair_id(_keys(self.s, self.n, a, b))
-        link = self.pair_link[pid]
-        if self.unit_chunks:    # count chunks exactly, then scale (as np.bincount did)
-            nbytes, scale = np.ones(b - a), float(self.chunk_bytes)
+        # count chunks exactly, then scale (as np.bincount did)
+        scale = float(self.chunk_bytes) if self.unit_chunks else 1.0
+        if self.pair_id.table is not None:     # the lookups inside the compiled loop
+            lat, slope, batch_load = one_link_lines_table(
+                sp, s0, s1, self.s.src, self.s.dst, self.n, self.pair_id.table,
+                self.pair_link, self.rt.latency, self.s.chunk_ptr, self.unit_chunks,
+                float(self.chunk_bytes), self.inv_bw, L)
         else:
-            nbytes, scale = self._bytes(a, b), 1.0
-        slope, batch_load = one_link_lines(sp, s0, s1, link, nbytes, scale, self.inv_bw, L)
+            pid = self.pair_id(_keys(self.s, self.n, a, b))
+            nbytes = np.ones(b - a) if self.unit_chunks else self._bytes(a, b)
+            slope, batch_load = one_link_lines(sp, s0, s1, self.pair_link[pid], nbytes, scale,
+                                               self.inv_bw, L)
+            lat = self.rt.latency[pid]
         self.link_load += batch_load
-        return self.rt.latency[pid], slope, sp[s0:s1 + 1] - a
+        return lat, slope, sp[s0:s1 + 1] - a
 
     def _entries(self, a: int, b: int):
         """Route entries of transfers ``a:b``: (owner offset, link, frac) sorted by owner,
