@@ -685,7 +685,7 @@ def _api():
         ("bound-size", lambda: lower_bound(s.collective, t, -5), ValueError, "size"),
         ("bound-topology", lambda: lower_bound(s.collective, None, 5), TypeError, "topology"),
         ("choose-kind", lambda: choose("allfoo", t, 1e6), ValueError, "allfoo"),
-        ("choose-size", lambda: choose("allreduce", t, 0), ValueError, "size"),
+        ("choose-size", lambda: choose("allreduce", t, 0), ValueError, "message_bytes"),
         ("choose-model", lambda: choose("allreduce", t, 1e6, model="fast"), TypeError, "model"),
         ("find-algorithm", lambda: find_algorithm("teleport", "allreduce"), TopocollError,
          "teleport"),
@@ -753,5 +753,8 @@ def test_library_parameters_become_the_commands_flags():
     e = InputError("servers must be >= 3", item="servers")      # not an option of design
     assert as_flags(e, design) == "servers must be >= 3"
     assert as_flags(e, None) == "servers must be >= 3"
+    bound = _leaf_command(typer.main.get_command(app), ["bound", "-t", "ring:4"])
+    e = InputError("message_bytes must be a number of bytes > 0, got 0", item="message_bytes")
+    assert as_flags(e, bound) == "--size must be a number of bytes > 0, got 0"
     r = runner.invoke(app, ["design", "--gpus", "8", "--budget", "1e6", "--time-target", "1"])
     assert r.exit_code == 2 and "--budget" in r.stderr and "--time-target" in r.stderr

@@ -58,5 +58,5 @@ def test_groups_and_bad_input():
     assert group_lower_bound(t, GiB, groups=[]).group == ()   # only cut + one latency
     with pytest.raises(TopologyError, match="rank 9"):
         group_lower_bound(t, GiB, groups=[[0, 9]])
-    with pytest.raises(NotSupportedError, match="size"):
+    with pytest.raises(NotSupportedError, match="message_bytes"):
         group_lower_bound(t, -1.0)

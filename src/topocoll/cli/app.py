@@ -77,10 +77,17 @@ def _running_command() -> Any:
     return None if ctx is None else ctx.command
 
 
+#: Library parameters that the commands spell otherwise: the message size is
+#: ``message_bytes`` in the library and ``-s/--size`` on the command line.
+PARAMETER_OPTIONS = {"message_bytes": ("size", "sizes")}
+
+
 def as_flags(error: TopocollError, command: Any) -> str:
     """``error``'s message with every library parameter that its ``item`` names (one, or
-    several separated by ``", "``) and that is an option of ``command`` written as that
-    option's long flag (``time_target`` -> ``--time-target``); other text unchanged."""
+    several separated by ``", "``) and that is an option of ``command`` (under its own
+    name or the one :data:`PARAMETER_OPTIONS` gives) written as that option's long flag
+    (``time_target`` -> ``--time-target``, ``message_bytes`` -> ``--size``); other text
+    unchanged."""
     msg = str(error)
     item = getattr(error, "item", None)
     if not item or command is None:
@@ -88,9 +95,11 @@ def as_flags(error: TopocollError, command: Any) -> str:
     flags = {p.name: max(p.opts, key=len) for p in command.params
              if p.param_type_name == "option" and any(o.startswith("--") for o in p.opts)}
     for name in item.split(", "):
-        if name in flags:
+        option = next((o for o in (name, *PARAMETER_OPTIONS.get(name, ())) if o in flags),
+                      None)
+        if option is not None:
             # the first mention: later ones may be the plain word ("line rate")
-            msg = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flags[name], msg,
+            msg = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flags[option], msg,
                          count=1)
     return msg
 

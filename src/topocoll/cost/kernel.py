@@ -106,9 +106,9 @@ def barrier_time(busy: np.ndarray, latency: float | np.ndarray = 0.0, alpha: flo
     return float(np.sum(t))
 
 
-def step_loads(schedule: Schedule, topology: Topology, size: float
+def step_loads(schedule: Schedule, topology: Topology, message_bytes: float
                ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step and link the bytes ``schedule`` puts on each link when it moves ``size``
+    """Per step and link the bytes ``schedule`` puts on each link when it moves ``message_bytes``
     bytes (shape ``(steps, links)``, links in ``topology.links`` order), and per step the
     longest route latency.
 
@@ -127,7 +127,7 @@ def step_loads(schedule: Schedule, topology: Topology, size: float
 
     S = schedule.num_steps
     step = np.repeat(np.arange(S), np.diff(schedule.step_ptr))
-    nbytes = np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(size)
+    nbytes = np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(message_bytes)
     explicit = np.zeros(len(step), dtype=bool)
     if schedule.has_paths:
         explicit = np.diff(schedule.path_ptr) > 0
@@ -146,8 +146,8 @@ def step_loads(schedule: Schedule, topology: Topology, size: float
     return load, lat
 
 
-def model_time(schedule: Schedule, topology: Topology, size: float, alpha: float) -> float:
-    """Alpha-beta time of ``schedule`` moving ``size`` bytes, as an upper bound: per step
+def model_time(schedule: Schedule, topology: Topology, message_bytes: float, alpha: float) -> float:
+    """Alpha-beta time of ``schedule`` moving ``message_bytes`` bytes, as an upper bound: per step
     ``alpha`` + the longest route latency + the most loaded link's bytes / bandwidth
     (:func:`barrier_time` of :func:`step_loads`).
 
@@ -163,6 +163,6 @@ def model_time(schedule: Schedule, topology: Topology, size: float, alpha: float
     """
     if schedule.num_steps == 0:
         return 0.0
-    load, lat = step_loads(schedule, topology, size)
+    load, lat = step_loads(schedule, topology, message_bytes)
     return barrier_time(load / topology.link_bandwidth, lat, alpha,
                         used=np.diff(schedule.step_ptr) > 0)

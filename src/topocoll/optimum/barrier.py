@@ -49,18 +49,18 @@ class BarrierFloor:
     scope: str
 
 
-def barrier_floor(topology: Topology, kind: str, size: float, *,
+def barrier_floor(topology: Topology, kind: str, message_bytes: float, *,
                   alpha: float = 0.0) -> BarrierFloor:
     """The stronger of the relay-stock and group-drain certificates for ``kind`` on every
-    rank of ``topology`` moving ``size`` bytes.
+    rank of ``topology`` moving ``message_bytes`` bytes.
 
     Parameters
     ----------
     topology : Topology
     kind : {'allgather', 'reduce_scatter', 'allreduce'}
         An allreduce is bounded as reduce-scatter followed by allgather (the sum).
-    size : float
-        Message size in bytes (nccl-tests ``size``).
+    message_bytes : float
+        Message size in bytes (nccl-tests ``message_bytes``).
     alpha : float
         Per-step overhead of the cost model.
 
@@ -87,8 +87,8 @@ def barrier_floor(topology: Topology, kind: str, size: float, *,
     time, steps, names = 0.0, 0, []
     for k in kinds:
         rev = k == "reduce_scatter"
-        st = stock_lower_bound(topology, size, alpha=alpha, reverse=rev)
-        gr = group_lower_bound(topology, size, alpha=alpha, reverse=rev)
+        st = stock_lower_bound(topology, message_bytes, alpha=alpha, reverse=rev)
+        gr = group_lower_bound(topology, message_bytes, alpha=alpha, reverse=rev)
         best = gr if gr.time > st.time else st
         time += best.time
         steps += best.steps

@@ -136,12 +136,12 @@ def _shape(net: Net, group: Sequence[int], n_ranks: int, lam: np.ndarray, lmin: 
     return c_cut, c_rank, c_inside, max(0.0, delta)
 
 
-def group_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
+def group_lower_bound(topology: Topology, message_bytes: float, *, alpha: float = 0.0,
                       reverse: bool = False, groups: Sequence[Sequence[int]] | None = None,
                       max_steps: int = 400, integer: bool = False,
                       node_limit: int = MIP_NODES) -> GroupBound:
     """Certified lower bound on the :class:`~topocoll.cost.AlphaBeta` time of any
-    allgather of ``size`` bytes over every rank (reduce-scatter with ``reverse``), by
+    allgather of ``message_bytes`` bytes over every rank (reduce-scatter with ``reverse``), by
     the group-drain program (module docstring), the best over ``groups`` (default
     :func:`candidate_groups`).
 
@@ -153,7 +153,7 @@ def group_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
     Raises
     ------
     NotSupportedError
-        ``size`` not positive, or the scan stopped by ``max_steps``.
+        ``message_bytes`` not positive, or the scan stopped by ``max_steps``.
     TopologyError
         A group names a rank outside the topology.
 
@@ -168,7 +168,7 @@ def group_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
     (1.018, 8, 17)
     """
     t0 = time.perf_counter()
-    net, block, cut, lam, lmin, floor = barrier_setup(topology, size, alpha, reverse)
+    net, block, cut, lam, lmin, floor = barrier_setup(topology, message_bytes, alpha, reverse)
     N = len(net.members)
     gs = candidate_groups(topology) if groups is None else [list(g) for g in groups]
     for g in gs:

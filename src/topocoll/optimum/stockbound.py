@@ -112,18 +112,18 @@ class StockBound:
         return self.time / self.cut
 
 
-def stock_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
+def stock_lower_bound(topology: Topology, message_bytes: float, *, alpha: float = 0.0,
                       reverse: bool = False, symmetry: bool = True,
                       max_steps: int = 200, integer: bool = False,
                       node_limit: int = MIP_NODES) -> StockBound:
     """Certified lower bound on the :class:`~topocoll.cost.AlphaBeta` time of any
-    allgather of ``size`` bytes over every rank (see the module).
+    allgather of ``message_bytes`` bytes over every rank (see the module).
 
     Parameters
     ----------
     topology : Topology
         Any topology; ranks hold data, switches only forward.
-    size : float
+    message_bytes : float
         Gathered bytes ``M`` (each rank contributes ``M / N``).
     alpha : float
         The model's per-transfer overhead (every step pays it).
@@ -146,7 +146,7 @@ def stock_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
     Raises
     ------
     NotSupportedError
-        ``size`` not positive, fewer than two ranks, a program too large (more than
+        ``message_bytes`` not positive, fewer than two ranks, a program too large (more than
         :data:`MAX_VARIABLES` variables: few symmetries and many ranks), or the scan
         stopped by ``max_steps``.
 
@@ -161,7 +161,7 @@ def stock_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
     (2, 1502.0, 1502.0)
     """
     t0 = time.perf_counter()
-    net, block, cut, lam, lmin, floor = barrier_setup(topology, size, alpha, reverse)
+    net, block, cut, lam, lmin, floor = barrier_setup(topology, message_bytes, alpha, reverse)
     if floor <= 0:                               # no per-step cost: the cut bound is all
         return StockBound(cut, 0, cut, (), 0.0, True, time.perf_counter() - t0)
     prog = _Program(net, rank_symmetry(topology, enabled=symmetry), lam - lmin, block, cut)
@@ -171,16 +171,16 @@ def stock_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
                       time.perf_counter() - t0)
 
 
-def barrier_setup(topology: Topology, size: float, alpha: float, reverse: bool):
+def barrier_setup(topology: Topology, message_bytes: float, alpha: float, reverse: bool):
     """``(net, block, cut, lambda, l_min, step floor)`` shared by the barrier-step
     certificates: the fabric, the block size, the cut bound (seconds), the per-link
     route latency floors, the smallest, and ``alpha + l_min``."""
-    if not size > 0:
-        raise NotSupportedError(f"size must be positive, got {size!r}")
+    if not message_bytes > 0:
+        raise NotSupportedError(f"message_bytes must be positive, got {message_bytes!r}")
     net = Net(topology, None, reverse)
     if len(net.members) < 2:
         raise NotSupportedError("a barrier-step certificate needs at least two ranks")
-    block = float(size) / len(net.members)
+    block = float(message_bytes) / len(net.members)
     cut = float(allgather_optimum(topology, reverse=reverse).value) * block
     lam = net.latency_floor()
     lmin = float(lam.min())

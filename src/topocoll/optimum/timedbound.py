@@ -262,11 +262,11 @@ def timed_lower_bound(topology: Topology, ranks: Sequence[int] | None = None, *,
                      time.perf_counter() - t0)
 
 
-def barrier_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
+def barrier_lower_bound(topology: Topology, message_bytes: float, *, alpha: float = 0.0,
                         checkpoints: Sequence[int], reverse: bool = False,
                         **kw) -> tuple[float, list[StepBound]]:
     """Certified lower bound (seconds) on the :class:`~topocoll.cost.AlphaBeta` time of
-    any allgather of ``size`` bytes on every rank of ``topology``, over every number of
+    any allgather of ``message_bytes`` bytes on every rank of ``topology``, over every number of
     steps: a schedule with ``H`` steps, ``H_(i-1) < H <= H_i`` for consecutive
     ``checkpoints``, takes at least ``lower(H_i) b + (H_(i-1) + 1)(alpha + l_min)``;
     one with more steps than the last checkpoint at least ``T* b + (H_last + 1)(alpha
@@ -275,7 +275,7 @@ def barrier_lower_bound(topology: Topology, size: float, *, alpha: float = 0.0,
 
     hs = sorted(set(int(h) for h in checkpoints))
     n = topology.num_ranks
-    block = size / n
+    block = message_bytes / n
     ell = alpha + float(Net(topology, None, reverse).lat.min())
     parts = [timed_lower_bound(topology, steps=h, reverse=reverse, **kw) for h in hs]
     cases, prev = [], 0

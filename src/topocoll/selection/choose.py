@@ -122,19 +122,20 @@ class Choice:
 STOP_SLACK = 1e-4
 
 
-def choose(collective: Collective | str, topology: Topology, size: float, *,
+def choose(collective: Collective | str, topology: Topology, message_bytes: float, *,
            model: CostModel | None = None, candidates: Sequence[str] | None = None,
            cache: ScheduleCache | None = None, keep: int = 3,
            max_route_entries: float = MAX_ROUTE_ENTRIES, bound: bool = True,
            stop_at_bound: bool = False) -> Choice:
-    """The fastest verified schedule of ``collective`` on ``topology`` at ``size`` bytes.
+    """The fastest verified schedule of ``collective`` on ``topology`` for a message of
+    ``message_bytes`` bytes.
 
     Parameters
     ----------
     collective : Collective or str
         What must happen (a kind name means every rank of the topology).
     topology : Topology
-    size : float
+    message_bytes : float
         Message size in bytes.
     model : CostModel, optional
         How schedules are timed (default :class:`~topocoll.cost.AlphaBeta`; any simulator
@@ -186,27 +187,28 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
     if len(collective.ranks) < 2:
         raise InputError(f"choose needs a collective of at least two ranks, got "
                          f"{list(collective.ranks)}", item="ranks")
-    if isinstance(size, str):
+    if isinstance(message_bytes, str):
         try:
-            size = parse_size(size)
+            message_bytes = parse_size(message_bytes)
         except UnitError as e:
-            raise InputError(f"size: {e}", item="size") from None
-    if isinstance(size, bool) or not isinstance(size, int | float) or not (
-            math.isfinite(size) and size > 0):
-        raise InputError(f"size must be a number of bytes > 0, got {size!r}", item="size")
-    size = float(size)
+            raise InputError(f"message_bytes: {e}", item="message_bytes") from None
+    if isinstance(message_bytes, bool) or not isinstance(message_bytes, int | float) or not (
+            math.isfinite(message_bytes) and message_bytes > 0):
+        raise InputError(f"message_bytes must be a number of bytes > 0, got {message_bytes!r}",
+                         item="message_bytes")
+    message_bytes = float(message_bytes)
     skipped: list[tuple[str, str]] = []
     best: dict[str, tuple] = {}
     coll = make_collective(collective.kind, collective.ranks, 1, collective.root)
-    proved = lower_bound(coll, topology, size) if bound else None
+    proved = lower_bound(coll, topology, message_bytes) if bound else None
     stop = None
     if stop_at_bound and (model is None or (type(model) is AlphaBeta and not model.alpha)):
         # without a proof to report, the candidate cuts' bound (no max-flow) is enough to
         # stop at: a schedule that reaches a weaker bound reaches the best one too
-        cheap = proved if proved is not None else lower_bound(coll, topology, size,
+        cheap = proved if proved is not None else lower_bound(coll, topology, message_bytes,
                                                               method="candidates")
         stop = cheap.time * (1 + STOP_SLACK)
-    for ev in evaluate_candidates(topology, collective, [size], algorithms=candidates,
+    for ev in evaluate_candidates(topology, collective, [message_bytes], algorithms=candidates,
                                   model=model, cache=cache, skipped=skipped,
                                   max_route_entries=max_route_entries):
         r = ev.results[0]
@@ -226,4 +228,4 @@ def choose(collective: Collective | str, topology: Topology, size: float, *,
     ranked = tuple(Candidate(ev.algorithm, ev.options, ev.results[0], ev.verified,
                              ev.schedule if i < keep else None)
                    for i, (_, ev) in enumerate(order))
-    return Choice(collective, size, ranked, proved, tuple(skipped))
+    return Choice(collective, message_bytes, ranked, proved, tuple(skipped))

@@ -288,10 +288,10 @@ class TopologyResult:
 PROFILED = ("swing", "mirrored_recursive_doubling", "bucket")
 
 
-def congestion_profile(schedule: Schedule, topology: Topology, size: float, ports: int,
+def congestion_profile(schedule: Schedule, topology: Topology, message_bytes: float, ports: int,
                        alpha: float) -> dict:
     """The counters that separate latency from congestion in the model's time: the
-    schedule's steps; ``xi``, its bandwidth term at ``size`` (per step the most loaded
+    schedule's steps; ``xi``, its bandwidth term at ``message_bytes`` (per step the most loaded
     link's bytes over its bandwidth, summed) over ``2 size / (ports B)`` = ``n / (D B)``
     (the paper's congestion deficiency; bucket's is ``(p - 1) / p``); ``latency_s``, the
     size-free part (per step ``alpha`` plus the longest route's latency, summed);
@@ -309,18 +309,18 @@ def congestion_profile(schedule: Schedule, topology: Topology, size: float, port
     """
     from ..cost.kernel import step_loads
 
-    load, lat = step_loads(schedule, topology, size)
+    load, lat = step_loads(schedule, topology, message_bytes)
     busy = load / topology.link_bandwidth
     used = np.diff(schedule.step_ptr) > 0
     peak = busy.max(axis=1)
     p = topology.num_ranks
-    ideal = 2 * size / (ports * float(topology.link_bandwidth.min()))
+    ideal = 2 * message_bytes / (ports * float(topology.link_bandwidth.min()))
     hot = busy.argmax(axis=1)
     at_switch = ((topology.link_src[hot] >= p) | (topology.link_dst[hot] >= p)) & used
     step = np.repeat(np.arange(schedule.num_steps), np.diff(schedule.step_ptr))
     sent = np.zeros((schedule.num_steps, p))
     np.add.at(sent, (step, schedule.src),
-              np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(size))
+              np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(message_bytes))
     inject = sent.max(axis=1) / (ports * float(topology.link_bandwidth.min()))
     return {"steps": int(used.sum()), "xi": float(peak[used].sum() / ideal),
             "injection_xi": float(inject.sum() / ideal),

@@ -169,11 +169,11 @@ def _resolve(lp: TimedLP, net: Net, block: float, alpha: float,
     return next(p for p in plans if p.model_time <= fine * (1 + _ROUNDING_TOL))
 
 
-def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: float, *,
+def timed_plan(topology: Topology, group: tuple[int, ...], message_bytes: float, alpha: float, *,
                reverse: bool, steps: int | None = None, resolution: int | None = None,
                rounds: int = LP_ROUNDS, work: int = TIMED_WORK) -> TimedPlan:
     """The timed LP for ``steps`` steps, or the best horizon by the per-step model at
-    ``size`` bytes: ``H = ceil(log2 N), +1, ...`` until the LP reaches the bound or the
+    ``message_bytes`` bytes: ``H = ceil(log2 N), +1, ...`` until the LP reaches the bound or the
     model time stops improving (at most ``2 ceil(log2 N) + 4`` steps), for each path
     limit of :meth:`~topocoll.optimum.timedprice.Net.hop_limits` (short paths cost less
     latency per step). Stops early once within :data:`TIMED_GOOD` of the bound or once
@@ -185,7 +185,7 @@ def timed_plan(topology: Topology, group: tuple[int, ...], size: float, alpha: f
             f"resolution must be a positive integer, got {resolution!r}")
     net = Net(topology, group, reverse)
     packing = optimal_packing(topology, group, reverse=reverse)
-    block = size / N
+    block = message_bytes / N
     best = None
     left = _Work(work)
     for hops in net.hop_limits():
@@ -337,11 +337,11 @@ def rounding_slack(plan: TimedPlan, net: Net) -> np.ndarray:
     return out
 
 
-def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: float,
+def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], message_bytes: float,
                    alpha: float, steps: int | None, plans: dict | None = None,
                    work: int = TIMED_WORK) -> tuple[Schedule, float]:
     """The ``pipeline="timed"`` schedule of ``kind`` (allgather, reduce_scatter or
-    allreduce) and its model time at ``size``; ``work``: pricing rounds per part
+    allreduce) and its model time at ``message_bytes``; ``work``: pricing rounds per part
     (:func:`timed_plan`)."""
     from ..collective import allreduce, reduce_scatter
     from ..schedule import concat, reverse
@@ -350,7 +350,7 @@ def timed_schedule(kind: str, topology: Topology, group: tuple[int, ...], size: 
     R = None
     for rev in gather_parts(kind):
         if rev not in plans or (R is not None and plans[rev].resolution != R):
-            plans[rev] = timed_plan(topology, group, size, alpha, reverse=rev, steps=steps,
+            plans[rev] = timed_plan(topology, group, message_bytes, alpha, reverse=rev, steps=steps,
                                     resolution=R, work=work)
         R = plans[rev].resolution
     parts, info = [], {}

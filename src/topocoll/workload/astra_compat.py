@@ -146,14 +146,14 @@ def read_astra_system(source: str | Mapping) -> AstraSystem:
                        str(doc.get("collective-optimization", "baseline")), **algs)
 
 
-def phases(kind: str, size: float, dims: Sequence[int], system: AstraSystem
+def phases(kind: str, message_bytes: float, dims: Sequence[int], system: AstraSystem
            ) -> list[tuple[str, int, float]]:
-    """``(phase kind, dimension, bytes entering it)`` for one collective of ``size`` bytes
+    """``(phase kind, dimension, bytes entering it)`` for one collective of ``message_bytes`` bytes
     (one chunk or all of it) on the used ``dims`` (sizes per dimension, 1 when unused)."""
     used = [d for d, n in enumerate(dims) if n > 1]
     if kind == "allreduce" and system.collective_optimization == "localBWAware" and \
             len(used) > 1:
-        out, c = [], float(size)
+        out, c = [], float(message_bytes)
         for d in used[:-1]:
             out.append(("reduce_scatter", d, c))
             c /= dims[d]
@@ -163,18 +163,18 @@ def phases(kind: str, size: float, dims: Sequence[int], system: AstraSystem
             c *= dims[d]
         return out
     if kind == "allgather":               # the input grows by each dimension it crosses
-        out, c = [], float(size)
+        out, c = [], float(message_bytes)
         for d in used:
             out.append(("allgather", d, c))
             c *= dims[d]
         return out
     if kind == "reduce_scatter":
-        out, c = [], float(size)
+        out, c = [], float(message_bytes)
         for d in used:
             out.append(("reduce_scatter", d, c))
             c /= dims[d]
         return out
-    return [(kind, d, float(size)) for d in used]
+    return [(kind, d, float(message_bytes)) for d in used]
 
 
 def _phase_ns(kind: str, algorithm: str, p: int, c: float, dim, system: AstraSystem) -> float:
@@ -219,9 +219,9 @@ def _phase_ns(kind: str, algorithm: str, p: int, c: float, dim, system: AstraSys
                                                         for i in range(k))
 
 
-def collective_time_ns(kind: str, size: float, network: Topology, system: AstraSystem,
+def collective_time_ns(kind: str, message_bytes: float, network: Topology, system: AstraSystem,
                        involved: Sequence[int | bool] | None = None) -> float:
-    """Nanoseconds of a ``kind`` collective of ``size`` bytes per NPU on ``network`` (a
+    """Nanoseconds of a ``kind`` collective of ``message_bytes`` bytes per NPU on ``network`` (a
     topology with ``dims``, e.g. from ``network.yml``) under ``system`` (see the module
     docstring); ``involved`` gives the NPUs it uses in every dimension (``True``: all of
     them, ``False`` or 1: none; default: all).
@@ -241,7 +241,7 @@ def collective_time_ns(kind: str, size: float, network: Topology, system: AstraS
              (1 if involved[i] is False else int(involved[i]))
              for i, d in enumerate(network.dims)]
     S = system.splits
-    ph = phases(kind, size / S, sizes, system)
+    ph = phases(kind, message_bytes / S, sizes, system)
     if not ph:
         return 0.0
     t = [_phase_ns(k, system.algorithm(kind, d), sizes[d], c, network.dims[d], system)
@@ -292,18 +292,18 @@ class AstraCoster:
                                     f"is not a grid of the dimensions")
         return inv
 
-    def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
+    def time(self, label: str, kind: str, ranks: tuple[int, ...], message_bytes: float,
              root: int | None = None, algorithms=None) -> float:
-        if len(ranks) < 2 or size <= 0:
+        if len(ranks) < 2 or message_bytes <= 0:
             return 0.0
         if kind == "broadcast" and len(ranks) == 2:       # a point-to-point message
             inv = self._involved(ranks)
             d = self.topology.dims[next(i for i, k in enumerate(inv) if k > 1)]
-            ns = d.latency * 1e9 * _HOPS[d.kind] + size / (d.bandwidth / 1e9) + \
+            ns = d.latency * 1e9 * _HOPS[d.kind] + message_bytes / (d.bandwidth / 1e9) + \
                 self.system.endpoint_delay_ns
         else:
-            ns = collective_time_ns(kind, size, self.topology, self.system,
+            ns = collective_time_ns(kind, message_bytes, self.topology, self.system,
                                     self._involved(ranks))
-        self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": size,
+        self.chosen[label] = {"kind": kind, "ranks": len(ranks), "size_bytes": message_bytes,
                               "algorithm": "astra-compat", "time_s": ns * 1e-9}
         return ns * 1e-9

@@ -151,13 +151,13 @@ class CollectiveCoster:
         self._together: dict[tuple, float] = {}
         self._shared: dict[tuple, float] = {}
 
-    def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
+    def time(self, label: str, kind: str, ranks: tuple[int, ...], message_bytes: float,
              root: int | None = None, algorithms: Sequence[str] | None = None) -> float:
-        """Seconds for ``kind`` of ``size`` bytes among ``ranks`` (0 for one rank);
+        """Seconds for ``kind`` of ``message_bytes`` bytes among ``ranks`` (0 for one rank);
         ``algorithms`` overrides the coster's candidates for this call."""
-        if len(ranks) < 2 or size <= 0:
+        if len(ranks) < 2 or message_bytes <= 0:
             return 0.0
-        key = (kind, ranks, float(size), root)
+        key = (kind, ranks, float(message_bytes), root)
         if key not in self._times:
             coll = make_collective(kind, ranks, 1, root)
             cands = list(algorithms) if algorithms is not None else self.algorithms
@@ -173,17 +173,17 @@ class CollectiveCoster:
             if cands != []:
                 sub = route_subfabric(self.topology, ranks) if self.subfabric else None
                 if sub is None:
-                    c = choose(coll, self.topology, size, model=self.model,
+                    c = choose(coll, self.topology, message_bytes, model=self.model,
                                candidates=cands, cache=self.cache, keep=1, bound=self.bounds,
                                stop_at_bound=self._stop(cands))
                 else:
                     lroot = None if root is None else ranks.index(root)
-                    skey = (kind, sub.topology.fingerprint(), float(size), lroot,
+                    skey = (kind, sub.topology.fingerprint(), float(message_bytes), lroot,
                             None if cands is None else tuple(cands))
                     if skey not in self._sub_choice:
                         local = make_collective(kind, tuple(range(len(ranks))), 1, lroot)
                         self._sub_choice[skey] = choose(
-                            local, sub.topology, size, model=self.model, candidates=cands,
+                            local, sub.topology, message_bytes, model=self.model, candidates=cands,
                             cache=self.cache, keep=1, bound=self.bounds,
                             stop_at_bound=self._stop(cands))
                     c = self._sub_choice[skey]
@@ -194,7 +194,8 @@ class CollectiveCoster:
                     if sub is not None:
                         self._sub_of[key] = (sub, c.best.schedule)
                     self.chosen[label] = {"kind": kind, "ranks": len(ranks),
-                                          "size_bytes": size, "algorithm": c.best.algorithm,
+                                          "size_bytes": message_bytes,
+                                          "algorithm": c.best.algorithm,
                                           "time_s": c.best.time,
                                           "bound_s": c.bound.time if c.bound else None,
                                           "bound_fraction": c.bound_fraction}
@@ -241,7 +242,7 @@ class CollectiveCoster:
                               "time_s": e.time, "bound_s": bound,
                               "bound_fraction": None if bound is None else bound / e.time}
 
-    def schedule(self, kind: str, ranks: tuple[int, ...], size: float,
+    def schedule(self, kind: str, ranks: tuple[int, ...], message_bytes: float,
                  root: int | None = None) -> Schedule:
         """The schedule :meth:`time` chose for this collective (choosing it if needed).
 
@@ -249,8 +250,8 @@ class CollectiveCoster:
         ------
         NotSupportedError
             If the NCCL model costed it (no schedule)."""
-        self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
-        key = (kind, tuple(ranks), float(size), root)
+        self.time(f"{kind} {len(ranks)} ranks", kind, ranks, message_bytes, root)
+        key = (kind, tuple(ranks), float(message_bytes), root)
         name, _, sched = self._picked[key]
         if sched is None and key in self._sub_of:
             if key not in self._global:
@@ -266,19 +267,20 @@ class CollectiveCoster:
                                     f"or contention; name schedule algorithms instead")
         return sched
 
-    def link_use(self, kind: str, ranks: tuple[int, ...], size: float,
+    def link_use(self, kind: str, ranks: tuple[int, ...], message_bytes: float,
                  root: int | None = None) -> dict[int, float]:
         """Link index -> the fraction of that link's capacity the collective chosen by
         :meth:`time` uses on average over its duration when it runs alone (its schedule's
         bytes on the link over capacity times duration); ``{}`` for a free collective."""
-        t = self.time(f"{kind} {len(ranks)} ranks", kind, ranks, size, root)
+        t = self.time(f"{kind} {len(ranks)} ranks", kind, ranks, message_bytes, root)
         if t <= 0:
             return {}
-        key = (kind, ranks, float(size), root)
+        key = (kind, ranks, float(message_bytes), root)
         if key not in self._use:
             from ..cost.kernel import step_loads
 
-            load, _ = step_loads(self.schedule(kind, ranks, size, root), self.topology, size)
+            load, _ = step_loads(self.schedule(kind, ranks, message_bytes, root), self.topology,
+                                 message_bytes)
             frac = load.sum(axis=0) / (self.topology.link_bandwidth * t)
             self._use[key] = {int(i): float(frac[i]) for i in np.flatnonzero(frac > 0)}
         return self._use[key]
@@ -323,36 +325,36 @@ class CollectiveCoster:
             rec["bound_fraction"] = shared / rec["time_s"]
 
     def time_all(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
-                 size: float) -> float:
+                 message_bytes: float) -> float:
         """Seconds for ``kind`` run by every group at once. The algorithm is chosen on the
         first group; with ``contention`` every group runs it at the same time (the
         schedules overlaid step by step: the first group's chosen schedule and the same
         algorithm on the others) and the cost model charges the shared links; without,
         the first group's time (groups costed alone)."""
         first = tuple(groups[0])
-        t1 = self.time(label, kind, first, size)
+        t1 = self.time(label, kind, first, message_bytes)
         if self.bounds and len(groups) >= 2 and t1 > 0.0 and label in self.chosen:
-            self._share_bound(label, kind, groups, size)
+            self._share_bound(label, kind, groups, message_bytes)
         if not self.contention or len(groups) < 2 or t1 == 0.0:
             return t1
-        key = (kind, tuple(map(tuple, groups)), float(size))
+        key = (kind, tuple(map(tuple, groups)), float(message_bytes))
         if key not in self._together:
             from ..schedule import overlay
             from ..selection import find_algorithm, synthesize
 
-            sched = self.schedule(kind, first, size)
-            alg, opts, _ = self._picked[(kind, first, float(size), None)]
+            sched = self.schedule(kind, first, message_bytes)
+            alg, opts, _ = self._picked[(kind, first, float(message_bytes), None)]
             syn = find_algorithm(alg, kind)
             scheds = [sched if tuple(g) == first else
-                      self._same_as_first(kind, first, tuple(g), size) or
+                      self._same_as_first(kind, first, tuple(g), message_bytes) or
                       synthesize(syn, self.topology, {**opts, "ranks": tuple(g)},
                                  cache=self.cache) for g in groups]
             model = self.model or AlphaBeta(bound=False)
-            t = model.evaluate(overlay(scheds), self.topology, size).time
+            t = model.evaluate(overlay(scheds), self.topology, message_bytes).time
             self._together[key] = max(t, t1)
             self.chosen[label + " (all groups)"] = {
                 "kind": kind, "ranks": len(groups[0]), "groups": len(groups),
-                "size_bytes": size, "algorithm": alg, "time_s": self._together[key],
+                "size_bytes": message_bytes, "algorithm": alg, "time_s": self._together[key],
                 "alone_s": t1, "bound_s": None, "bound_fraction": None}
         return self._together[key]
 
@@ -367,12 +369,12 @@ class FreeCollectives(CollectiveCoster):
     :func:`~topocoll.workload.search_parallelism` uses it to skip configurations that
     cannot beat one already costed."""
 
-    def time(self, label: str, kind: str, ranks: tuple[int, ...], size: float,
+    def time(self, label: str, kind: str, ranks: tuple[int, ...], message_bytes: float,
              root: int | None = None, algorithms: Sequence[str] | None = None) -> float:
         return 0.0
 
     def time_all(self, label: str, kind: str, groups: Sequence[tuple[int, ...]],
-                 size: float) -> float:
+                 message_bytes: float) -> float:
         return 0.0
 
 

@@ -282,18 +282,18 @@ def workload_parts(w: LibraWorkload | LibraWorkloadMix) -> tuple[tuple[LibraWork
     return w.parts if isinstance(w, LibraWorkloadMix) else ((w, 1.0),)
 
 
-def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray:
+def dimension_traffic(kind: str, message_bytes: float, comm: Sequence[int]) -> np.ndarray:
     """Bytes per NPU on each dimension for one collective (section 5.3)."""
     c = [x if x and x > 1 else 1 for x in comm]
     out = np.zeros(len(c))
     if kind in ("allreduce", "reduce_scatter"):
-        m = float(size)
+        m = float(message_bytes)
         for i, ci in enumerate(c):
             if ci > 1:
                 out[i] = (2 if kind == "allreduce" else 1) * m * (ci - 1) / ci
                 m /= ci
     elif kind == "allgather":
-        m = float(size)
+        m = float(message_bytes)
         for i in reversed(range(len(c))):
             if c[i] > 1:
                 out[i] = m * (c[i] - 1)
@@ -301,7 +301,7 @@ def dimension_traffic(kind: str, size: float, comm: Sequence[int]) -> np.ndarray
     elif kind == "alltoall":
         for i, ci in enumerate(c):
             if ci > 1:
-                out[i] = size * (ci - 1) / ci
+                out[i] = message_bytes * (ci - 1) / ci
     else:
         raise InputError(f"unknown collective {kind!r}", item=f"collective '{kind}'")
     return out

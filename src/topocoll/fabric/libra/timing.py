@@ -297,14 +297,14 @@ def _instance(terms, b: np.ndarray, phases: str) -> float:
     return float(max(vals) if phases == "pipelined" else sum(vals))
 
 
-def collective_time(kind: str, size: float, comm: Sequence[int],
+def collective_time(kind: str, message_bytes: float, comm: Sequence[int],
                     bandwidth_GBps: Sequence[float], net: LibraNetwork | None = None,
                     model: TimeModel = LIBRA_MODEL, chosen: dict | None = None) -> float:
     """Seconds of one collective (LIBRA's model: the slowest dimension's traffic over its
     bandwidth; a richer ``model`` needs the ``net``)."""
-    coll = LibraCollective(kind, size, tuple(comm))
+    coll = LibraCollective(kind, message_bytes, tuple(comm))
     if model.is_libra:
-        t = dimension_traffic(kind, size, comm) / GB
+        t = dimension_traffic(kind, message_bytes, comm) / GB
         b = np.asarray(bandwidth_GBps, float)
         return float(max((t[i] / b[i] for i in range(len(t)) if t[i] > 0), default=0.0))
     if net is None:
