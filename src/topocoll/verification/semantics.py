@@ -136,6 +136,24 @@ def _init(state, target, pre_ptr, pre_idx, bitpos, h, exact):
                 target[c, 2] += 1
 
 
+@njit(cache=True, inline="always")
+def _check_transfer(part, t, u, v, R, op_t, is_reduction, rec, n, total, limit):
+    """Transfer ``t``'s own checks (endpoints, a reduction in a copy collective),
+    recorded by partition 0 only; returns ``(bad endpoints, n, total)``."""
+    tbad = False
+    if u < 0 or u >= R or v < 0 or v >= R:
+        if part == 0:
+            n, total = _rec(rec, n, total, limit, 0, t, -1, u if (u < 0 or u >= R) else v)
+        tbad = True
+    elif u == v:
+        if part == 0:
+            n, total = _rec(rec, n, total, limit, 1, t, -1, u)
+        tbad = True
+    if part == 0 and (not is_reduction) and op_t == 1:
+        n, total = _rec(rec, n, total, limit, 7, t, -1, -1)
+    return tbad, n, total
+
+
 @njit(cache=True)
 def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, exact,
                 pre_size, members, is_reduction, rec, limit, stop):
@@ -163,19 +181,8 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
         # phase 1: validate and gather every source value as of the start of the step
         for t in range(a, b):
             u = src[t]
-            v = dst[t]
-            tbad = False
-            if u < 0 or u >= R or v < 0 or v >= R:
-                if part == 0:
-                    n, total = _rec(rec, n, total, limit, 0, t, -1,
-                                    u if (u < 0 or u >= R) else v)
-                tbad = True
-            elif u == v:
-                if part == 0:
-                    n, total = _rec(rec, n, total, limit, 1, t, -1, u)
-                tbad = True
-            if part == 0 and (not is_reduction) and op[t] == 1:
-                n, total = _rec(rec, n, total, limit, 7, t, -1, -1)
+            tbad, n, total = _check_transfer(part, t, u, dst[t], R, op[t], is_reduction,
+                                             rec, n, total, limit)
             for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
                 k = e - base
                 ok[k] = False
@@ -266,19 +273,8 @@ def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chu
         # phase 1: validate and gather every source value as of the start of the step
         for t in range(a, b):
             u = src[t]
-            v = dst[t]
-            tbad = False
-            if u < 0 or u >= R or v < 0 or v >= R:
-                if part == 0:
-                    n, total = _rec(rec, n, total, limit, 0, t, -1,
-                                    u if (u < 0 or u >= R) else v)
-                tbad = True
-            elif u == v:
-                if part == 0:
-                    n, total = _rec(rec, n, total, limit, 1, t, -1, u)
-                tbad = True
-            if part == 0 and (not is_reduction) and op[t] == 1:
-                n, total = _rec(rec, n, total, limit, 7, t, -1, -1)
+            tbad, n, total = _check_transfer(part, t, u, dst[t], R, op[t], is_reduction,
+                                             rec, n, total, limit)
             for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
                 c = chunks[e]
                 if c < 0 or c >= C:
