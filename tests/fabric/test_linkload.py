@@ -59,3 +59,37 @@ def test_parallel_links_merge_and_errors_name_the_item():
     assert e.value.item == "routing"
     with pytest.raises(InputError):
         ll.route(np.zeros((1, 3, 3)))
+
+
+def test_parallel_ports_count_once_per_neighbour_under_ecmp():
+    # node 0 reaches rank 3 through node 1 (two parallel links) or node 2 (one): the merged
+    # fabric splits per neighbour (1/2 each), not per port (2/3 and 1/3)
+    cables = [(0, 1), (0, 1), (0, 2), (1, 3), (2, 3)]
+    links = [Link(a, b, 1e9) for a, b in cables] + [Link(b, a, 1e9) for a, b in cables]
+    ll = LinkLoads(Topology("ports", 4, 0, tuple(links)))
+    assert ll.capacity[ll.index[(0, 1)]] == 2e9
+    d = np.zeros((1, 4, 4))
+    d[0, 0, 3] = 1.0
+    loads = ll.route(d)[:, 0]
+    assert loads[ll.index[(0, 1)]] == loads[ll.index[(0, 2)]] == 0.5
+
+
+@pytest.mark.parametrize("spec", ["totient:32,d=4", "fat-tree:4", "torus:4x4"])
+def test_hashed_paths_are_shortest_and_inside_the_split_route(spec):
+    ll = LinkLoads(parse_spec(spec))
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, ll.n, (60, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    ptr, link, frac = ll.flow_routes(pairs)
+    hptr, hlink, hfrac = ll.flow_routes(pairs, hashed=True, seed=5)
+    assert (hfrac == 1.0).all()
+    for f, (s, t) in enumerate(pairs.tolist()):
+        path = hlink[hptr[f]:hptr[f + 1]]
+        assert len(path) == ll.dist[t, s]
+        nodes = [s] + [ll.keys[k][1] for k in path]
+        assert [ll.keys[k][0] for k in path] == nodes[:-1] and nodes[-1] == t
+        assert set(path.tolist()) <= set(link[ptr[f]:ptr[f + 1]].tolist())
+        leaving = np.array([ll.keys[k][0] == s for k in link[ptr[f]:ptr[f + 1]]])
+        assert frac[ptr[f]:ptr[f + 1]][leaving].sum() == pytest.approx(1.0)
+    again = ll.flow_routes(pairs, hashed=True, seed=5)
+    assert all(np.array_equal(a, b) for a, b in zip(again, (hptr, hlink, hfrac), strict=True))
