@@ -54,7 +54,7 @@ def measure(spec) -> dict:
     out: dict = {}
     adaptive = find_algorithm("topology_adaptive", "allreduce")
     for M in SIZES:
-        row = {f"adaptive_{v}": model.evaluate(adaptive(t, size=M, budget=200_000,
+        row = {f"adaptive_{v}": model.evaluate(adaptive(t, message_bytes=M, budget=200_000,
                                                         partition=v), t, M).time
                for v in ("fixed", "free")}
         row["topology_adaptive"] = min(row["adaptive_fixed"], row["adaptive_free"])

@@ -300,7 +300,7 @@ CLI: list[tuple[str, list[str], int, str]] = [
     ("synth-option-variant", ["synth", *T, "-a", "bidirectional_ring", "--option",
                               "variant=sideways", "-o", "{d}/x.json"], 2, "variant"),
     ("synth-option-size", ["synth", *T, "-c", "allgather", "-a", "optimal", "--option",
-                           "size=lots", "-o", "{d}/x.json"], 2, "size"),
+                           "message_bytes=lots", "-o", "{d}/x.json"], 2, "message_bytes"),
     ("synth-option-dup", ["synth", *T, "-a", "bidirectional_ring", "--option", "variant=halfway",
                           "--option", "variant=halfway", "-o", "{d}/x.json"], 2, "variant"),
     ("synth-root-allreduce", ["synth", *T, "--root", "3", "-o", "{d}/x.json"], 2, "root"),
@@ -695,10 +695,10 @@ def _api():
          ValueError, "rank 9"),
         ("synth-root", lambda: find_algorithm("ring", "allreduce")(t, root=1), TypeError,
          "root"),
-        ("synth-size-str", lambda: find_algorithm("optimal", "allgather")(t, size="1GiB")
+        ("synth-size-str", lambda: find_algorithm("optimal", "allgather")(t, message_bytes="1GiB")
          .collective.kind == "allgather" or 1 / 0, None, ""),
-        ("synth-size-bad", lambda: find_algorithm("optimal", "allgather")(t, size="lots"),
-         ValueError, "size"),
+        ("synth-size-bad", lambda: find_algorithm("optimal", "allgather")(t, message_bytes="lots"),
+         ValueError, "message_bytes"),
         ("array-topology", lambda: AlphaBeta().evaluate(s, np.zeros(3), 1e6), TypeError,
          "topology"),
         ("synth-too-big", lambda: find_algorithm("ring", "allreduce")(ring(16384)),

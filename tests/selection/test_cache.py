@@ -24,7 +24,7 @@ def test_round_trip_and_keys(tmp_path):
     # every input of the schedule is in the key
     others = [c.key("ring", "allgather", {}, t), c.key("swing", "allreduce", {}, t),
               c.key("ring", "allreduce", {"ranks": (0, 1)}, t),
-              c.key("ring", "allreduce", {"size": 1024}, t),
+              c.key("ring", "allreduce", {"message_bytes": 1024}, t),
               c.key("ring", "allreduce", {}, torus((4, 4), bandwidth=1e9))]
     assert len({k, *others}) == 6
     # and nothing else: a topology with another name, options in another order
@@ -114,9 +114,9 @@ def test_cached_schedule_is_the_synthesized_one(tmp_path, name):
     t = torus((2, 4))
     from topocoll.selection import synthesize
 
-    a = synthesize(find_algorithm(name, "allgather"), t, {"size": 2**20}
+    a = synthesize(find_algorithm(name, "allgather"), t, {"message_bytes": 2**20}
                    if name == "optimal" else {}, cache=c)
-    b = synthesize(find_algorithm(name, "allgather"), t, {"size": 2**20}
+    b = synthesize(find_algorithm(name, "allgather"), t, {"message_bytes": 2**20}
                    if name == "optimal" else {}, cache=c)
     assert a.fingerprint() == b.fingerprint() and c.hits == 1
 

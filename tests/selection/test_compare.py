@@ -87,7 +87,7 @@ def test_tuning_stops_growing_batches_past_the_transfer_cap(monkeypatch):
     # batches=1 only (the cap stops the grid), then the default (auto) candidate, which
     # keeps the batches it chose itself: they are at the bound on a torus
     assert len(seen) == 2 and seen[0] == "1" and seen[1] not in ("1", None)
-    assert rows[0].params in ({"batches": 1}, {"pipeline": "auto", "size": 2**20})
+    assert rows[0].params in ({"batches": 1}, {"pipeline": "auto", "message_bytes": 2**20})
 
 
 def test_two_level_is_planned_for_the_largest_size():
@@ -97,7 +97,7 @@ def test_two_level_is_planned_for_the_largest_size():
     rows = compare_algorithms(t, "allgather", [2**20, 2**30], algorithms=["two_level", "direct"])
     mine = [r for r in rows if r.algorithm == "two_level"]
     assert {r.size_bytes for r in mine} == {2**20, 2**30}
-    assert all(r.params == {"size": 2**30} and r.verified for r in mine)
+    assert all(r.params == {"message_bytes": 2**30} and r.verified for r in mine)
     big = {r.algorithm: r.time_s for r in rows if r.size_bytes == 2**30}
     assert big["two_level"] < big["direct"] / 2          # uplinks: direct pays 3.2x
 

@@ -119,10 +119,10 @@ def test_float_noise_in_bandwidths_keeps_the_exact_forests_small():
     # would be 17-digit integers and the forests' quantum ~1e16 chunks (a MemoryError)
     t = _complete(5, {(0, 1): 1 - 0.9, (2, 3): 1 - 0.9})
     assert t.links[0].bandwidth != 1.25e9
-    s = topology_adaptive_allreduce(t, size=2.0 ** 20, partition="fixed")
+    s = topology_adaptive_allreduce(t, message_bytes=2.0 ** 20, partition="fixed")
     assert verify(s, t).ok and s.num_transfers < 10_000
     from topocoll.selection import find_algorithm
-    ag = find_algorithm("optimal", "allgather")(t, size=2.0 ** 20)
+    ag = find_algorithm("optimal", "allgather")(t, message_bytes=2.0 ** 20)
     assert verify(ag, t).ok
 
 
@@ -131,6 +131,6 @@ def test_capacities_without_a_small_common_unit_are_refused_up_front():
 
     t = _complete(4, {(0, 1): 1 / 3})          # 1/3 read to 12 digits: no small unit
     with pytest.raises(OverBudgetError, match="chunks"):
-        topology_adaptive_allreduce(t, size=2.0 ** 20, partition="fixed")
-    s = topology_adaptive_allreduce(t, size=2.0 ** 20)     # auto: the free partitions
+        topology_adaptive_allreduce(t, message_bytes=2.0 ** 20, partition="fixed")
+    s = topology_adaptive_allreduce(t, message_bytes=2.0 ** 20)     # auto: the free partitions
     assert s.meta["partition"] == "free" and verify(s, t).ok

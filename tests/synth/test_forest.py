@@ -144,8 +144,8 @@ def test_subgroup_and_errors():
 
 def test_choose_batches_grows_with_size():
     t = parse_spec("dgx:2,gpus=4")
-    small = optimal_allgather(t, size=2.0**16, pipeline="batches")
-    big = optimal_allgather(t, size=2.0**30, pipeline="batches")
+    small = optimal_allgather(t, message_bytes=2.0**16, pipeline="batches")
+    big = optimal_allgather(t, message_bytes=2.0**30, pipeline="batches")
     assert int(small.meta["batches"]) < int(big.meta["batches"])
     assert choose_batches is not None
 
@@ -193,9 +193,9 @@ def test_optimal_weighs_the_one_pass_constructions_when_the_packing_is_over_budg
     from topocoll.topology import fat_tree
 
     t = fat_tree(4)          # a fresh fabric for each: the packing is memoized on it
-    within = find_algorithm("optimal", "allgather")(t, size=2**26)
+    within = find_algorithm("optimal", "allgather")(t, message_bytes=2**26)
     monkeypatch.setenv("TOPOCOLL_PACKING_WORK", "1")
-    over = find_algorithm("optimal", "allgather")(fat_tree(4), size=2**26)
+    over = find_algorithm("optimal", "allgather")(fat_tree(4), message_bytes=2**26)
     assert "over its work budget" in over.meta["auto"]
     assert over.meta["auto"].split()[0] in ("spread", "two_level", "swing",
                                             "mirrored_recursive_doubling")

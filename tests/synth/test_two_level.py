@@ -99,8 +99,8 @@ def test_bad_options_and_ranks():
         two_level_allgather(t, steps=0)
     with pytest.raises(NotSupportedError, match="units"):
         two_level_allgather(t, units=0)
-    with pytest.raises(NotSupportedError, match="size"):
-        two_level_allgather(t, size=-1.0)
+    with pytest.raises(NotSupportedError, match="message_bytes"):
+        two_level_allgather(t, message_bytes=-1.0)
     with pytest.raises(TopologyError, match="rank 9"):
         two_level_allgather(t, ranks=[0, 9])
 

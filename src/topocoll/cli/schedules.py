@@ -110,7 +110,7 @@ def synth(topology: TopoOpt,
           root: RootOpt = None,
           option: Annotated[list[str] | None, typer.Option(
               "--option", help="Algorithm option key=value (sizes and times take units: "
-                               "size=1GiB, alpha=2us); repeatable.")] = None,
+                               "message_bytes=1GiB, alpha=2us); repeatable.")] = None,
           no_cache: NoCacheOpt = False,
           as_json: JsonOpt = False) -> None:
     """Synthesize a schedule and write it to a file."""

@@ -198,7 +198,8 @@ def write_chakra(schedule: Schedule, message_bytes: float, directory, *,
     if d.exists() and not d.is_dir():
         raise InputError(f"{d}: exists and is not a directory", item=str(d))
     if not (isinstance(message_bytes, int | float) and message_bytes > 0):
-        raise InputError(f"size must be > 0 bytes, got {message_bytes!r}", item="size")
+        raise InputError(f"message_bytes must be > 0, got {message_bytes!r}",
+                         item="message_bytes")
     if verify:
         check_correct(schedule)
     d.mkdir(parents=True, exist_ok=True)

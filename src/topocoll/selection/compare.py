@@ -70,8 +70,8 @@ def _candidates(syn: Synthesizer, topology: Topology, group: tuple[int, ...],
                 sizes: Sequence[float]) -> list[dict[str, Any]]:
     out = _grid(syn, group)
     if syn.sized:                        # planned for one size: the largest compared
-        out = [{**c, "size": int(max(sizes))} for c in out]
-    return out + [{**c, "size": int(max(sizes))} for c in syn.extra]
+        out = [{**c, "message_bytes": int(max(sizes))} for c in out]
+    return out + [{**c, "message_bytes": int(max(sizes))} for c in syn.extra]
 
 
 def _grid(syn: Synthesizer, group: tuple[int, ...]) -> list[dict[str, Any]]:

@@ -92,14 +92,14 @@ def timed_in_reach(topology: Topology, group: tuple[int, ...]) -> bool:
 
 
 def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
-                          size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                          message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                           only: Sequence[str] | None = None, skip: Sequence[str] = ()):
     """``(label, schedule)`` of the one-pass constructions that ``pipeline="auto"`` also
     weighs when the trees are not within :data:`AUTO_SLACK` of the bound: on fabrics with
     switches, the direct schedule with pieces spread over equal-cost paths (``spread``:
     the bound in one step per part on full-bisection switched fabrics); on fabrics whose
     ranks form equal groups behind switches or in boxes, the two-level schedule
-    (``two_level``, planned for ``size`` and ``alpha``: rails overlapped with the
+    (``two_level``, planned for ``message_bytes`` and ``alpha``: rails overlapped with the
     in-group exchange, the bound in a few steps on oversubscribed two-tier fabrics);
     where the ring order runs over links both ways, the bidirectional ring with whole
     blocks half way round (``halfway_ring``: half the latency terms of the ring); the
@@ -113,7 +113,7 @@ def structured_candidates(kind: str, topology: Topology, group: tuple[int, ...],
     if N < 2 or N > AUTO_MAX_PORTFOLIO:
         return
     options = {"spread": ("direct", {"paths": "spread"}),
-               "two_level": ("two_level", {"size": size, "alpha": alpha}),
+               "two_level": ("two_level", {"message_bytes": message_bytes, "alpha": alpha}),
                "halfway_ring": ("bidirectional_ring", {"variant": "halfway"}),
                "swing": ("swing", {}),
                "mirrored_recursive_doubling": ("mirrored_recursive_doubling", {}),
@@ -142,8 +142,8 @@ def _ring_of_links(topology: Topology, group: tuple[int, ...]) -> bool:
 
 def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
               batched: Callable[[], Schedule] | None, parts: Sequence[PipelinePart],
-              size: float, alpha: float, steps: int | None) -> Schedule:
-    """``pipeline="auto"``: the fastest, by the alpha-beta model at ``size`` (as upper
+              message_bytes: float, alpha: float, steps: int | None) -> Schedule:
+    """``pipeline="auto"``: the fastest, by the alpha-beta model at ``message_bytes`` (as upper
     bounds: :meth:`~topocoll.synth.forest.PipelinePart.time`,
     :func:`~topocoll.cost.kernel.model_time`), of
     ``batched``, the :func:`structured_candidates`, where :func:`timed_in_reach` the
@@ -160,12 +160,12 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
     packing), :class:`~topocoll.errors.OverBudgetError` if none applies. The choice and
     the times of the candidates weighed, as fractions of the bound, go to
     ``meta["auto"]``; ``meta["pipeline"]`` names the winner."""
-    if size <= 0 and batched is not None:
+    if message_bytes <= 0 and batched is not None:
         return batched()
-    bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * size
+    bound = sum(float(allgather_optimum(topology, group, reverse=rev).value) * message_bytes
                 / len(group) for rev in gather_parts(kind))
     if batched is not None:
-        t_b = sum(p.time(topology, size / len(group), alpha) for p in parts)
+        t_b = sum(p.time(topology, message_bytes / len(group), alpha) for p in parts)
         if t_b <= bound * (1 + AUTO_SLACK):
             return batched()
         best, t_best, label, extra = None, t_b, "batches", {}
@@ -182,27 +182,27 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
     def weigh(cands):
         nonlocal best, t_best, label
         for name, s in cands:
-            weighed[name] = model_time(s, topology, size, alpha)
+            weighed[name] = model_time(s, topology, message_bytes, alpha)
             if weighed[name] < t_best:
                 best, t_best, label = s, weighed[name], name
             if t_best <= bound * (1 + AUTO_SLACK):
                 return
 
-    weigh(structured_candidates(kind, topology, group, size, alpha, skip=late))
+    weigh(structured_candidates(kind, topology, group, message_bytes, alpha, skip=late))
     if t_best > bound * (1 + AUTO_SLACK) and reach:
-        s, t_t = timed_schedule(kind, topology, group, size, alpha, steps, work=AUTO_WORK)
+        s, t_t = timed_schedule(kind, topology, group, message_bytes, alpha, steps, work=AUTO_WORK)
         weighed["timed"] = t_t
         if t_t < t_best:
             best, t_best, label = s, t_t, "timed"
         else:
             extra = {k: v for k, v in s.meta.items() if k.startswith("timed_gap")}
     if t_best > bound * (1 + AUTO_SLACK) and late:
-        weigh(structured_candidates(kind, topology, group, size, alpha, only=late))
+        weigh(structured_candidates(kind, topology, group, message_bytes, alpha, only=late))
     if t_best > bound * (1 + AUTO_SLACK) and batched is not None:
-        deep, _ = optimal_batches(kind, topology, ranks=group, size=size, alpha=alpha,
-                                  budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)))
+        deep, _ = optimal_batches(kind, topology, ranks=group, message_bytes=message_bytes,
+                                  alpha=alpha, budget=AUTO_DEEP_BUDGET * len(gather_parts(kind)))
         if deep.meta.get("batches") != str(parts[0].P):   # else the same as the batches
-            weighed["deep_batches"] = model_time(deep, topology, size, alpha)
+            weighed["deep_batches"] = model_time(deep, topology, message_bytes, alpha)
             if weighed["deep_batches"] < t_best:
                 best, t_best, label = deep, weighed["deep_batches"], "deep_batches"
     if label == "batches":
@@ -226,47 +226,49 @@ def auto_pick(kind: str, topology: Topology, group: tuple[int, ...],
 
 
 def _optimal(kind: str, topology: Topology, ranks: Sequence[int] | None,
-             batches: int | None, size: float, alpha: float, budget: int, pipeline: str,
+             batches: int | None, message_bytes: float, alpha: float, budget: int, pipeline: str,
              steps: int | None) -> Schedule:
     if pipeline != "auto" or batches is not None:
         func = {"allgather": forest.optimal_allgather,
                 "reduce_scatter": forest.optimal_reduce_scatter,
                 "allreduce": forest.optimal_allreduce}[kind]
-        return func(topology, ranks=ranks, batches=batches, size=size, alpha=alpha,
+        return func(topology, ranks=ranks, batches=batches, message_bytes=message_bytes,
+                    alpha=alpha,
                     budget=budget, pipeline="batches" if pipeline == "auto" else pipeline,
                     steps=steps)
     group = resolve_group(topology, ranks)
     try:
-        batched, parts = optimal_batches_plan(kind, topology, ranks=group, size=size,
+        batched, parts = optimal_batches_plan(kind, topology, ranks=group,
+                                              message_bytes=message_bytes,
                                               alpha=alpha, budget=budget)
     except OverBudgetError:
         batched, parts = None, ()
-    return auto_pick(kind, topology, group, batched, parts, size, alpha, steps)
+    return auto_pick(kind, topology, group, batched, parts, message_bytes, alpha, steps)
 
 
 def portfolio_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
-                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """The allgather the algorithm name ``optimal`` stands for.
 
     With ``pipeline="auto"`` (default) and no ``batches``: :func:`auto_pick` for
-    ``size`` bytes and per-step overhead ``alpha``. Otherwise the tree-packing pipeline
+    ``message_bytes`` bytes and per-step overhead ``alpha``. Otherwise the tree-packing pipeline
     :func:`topocoll.synth.forest.optimal_allgather` with the same arguments.
 
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> s = portfolio_allgather(ring(4), size=2**20)
+    >>> s = portfolio_allgather(ring(4), message_bytes=2**20)
     >>> s.name, s.collective.kind
     ('optimal', 'allgather')
     """
-    return _optimal("allgather", topology, ranks, batches, size, alpha, budget, pipeline,
+    return _optimal("allgather", topology, ranks, batches, message_bytes, alpha, budget, pipeline,
                     steps)
 
 
 def portfolio_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
-                           batches: int | None = None, size: float = DEFAULT_SIZE,
+                           batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                            alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                            pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """The reduce-scatter the algorithm name ``optimal`` stands for (see
@@ -275,15 +277,15 @@ def portfolio_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None 
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> portfolio_reduce_scatter(ring(4), size=2**20).collective.kind
+    >>> portfolio_reduce_scatter(ring(4), message_bytes=2**20).collective.kind
     'reduce_scatter'
     """
-    return _optimal("reduce_scatter", topology, ranks, batches, size, alpha, budget,
+    return _optimal("reduce_scatter", topology, ranks, batches, message_bytes, alpha, budget,
                     pipeline, steps)
 
 
 def portfolio_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
-                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "auto", steps: int | None = None) -> Schedule:
     """The allreduce the algorithm name ``optimal`` stands for (see
@@ -292,8 +294,8 @@ def portfolio_allreduce(topology: Topology, *, ranks: Sequence[int] | None = Non
     Examples
     --------
     >>> from topocoll.topology import ring
-    >>> portfolio_allreduce(ring(4), size=2**20).collective.kind
+    >>> portfolio_allreduce(ring(4), message_bytes=2**20).collective.kind
     'allreduce'
     """
-    return _optimal("allreduce", topology, ranks, batches, size, alpha, budget, pipeline,
+    return _optimal("allreduce", topology, ranks, batches, message_bytes, alpha, budget, pipeline,
                     steps)

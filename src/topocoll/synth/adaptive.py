@@ -239,7 +239,7 @@ def _fixed_fluid(topology: Topology, pin: Packing, pout: Packing, n: int) -> flo
 
 def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                                 batches: int | None = None, method: str = "auto",
-                                size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                                message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                                 budget: int | None = None,
                                 partition: str = "auto") -> Schedule:
     """Return the overlapped per-worker-tree allreduce.
@@ -255,7 +255,7 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     method : {'auto', 'exact', 'mwu'}
         Forests: exact packings when edge splitting applies ('auto' then picks them),
         else multiplicative weights.
-    size, alpha, budget
+    message_bytes, alpha, budget
         As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget:
         :data:`~topocoll.synth.forest_rows.TRANSFER_BUDGET` for 'fixed',
         :data:`~topocoll.synth.free_partition.FREE_BUDGET` for 'free').
@@ -292,7 +292,8 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
     require(partition in ("auto", "free", "fixed"),
             f"partition must be 'auto', 'free' or 'fixed', got {partition!r}")
     if partition == "free":
-        return free_partition_allreduce(topology, ranks=group, batches=batches, size=size,
+        return free_partition_allreduce(topology, ranks=group, batches=batches,
+                                        message_bytes=message_bytes,
                                         alpha=alpha, budget=budget or FREE_BUDGET)
     pin, pout, used = _forests(topology, group, method)
     free = None
@@ -301,7 +302,8 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
         floor = _free_floor(topology, group)
         why = {"fluid_fixed_s_per_B": f"{fixed:.6g}", "free_floor_s_per_B": f"{floor:.6g}"}
     if partition == "auto" and fixed > floor * (1 + 1e-9):
-        free = free_partition_allreduce(topology, ranks=group, batches=batches, size=size,
+        free = free_partition_allreduce(topology, ranks=group, batches=batches,
+                                        message_bytes=message_bytes,
                                         alpha=alpha, budget=budget or FREE_BUDGET)
         rate = float(free.meta["lp_rate_Bps"]) / (1 + float(free.meta["rounding_loss"]))
         why["fluid_free_s_per_B"] = f"{1 / rate:.6g}"
@@ -314,13 +316,13 @@ def topology_adaptive_allreduce(topology: Topology, *, ranks: Sequence[int] | No
         # the fixed forests' quantum is over the chunk budget (tree_rows would refuse):
         # the free partitions' rounding has no such quantum
         free = free or free_partition_allreduce(topology, ranks=group, batches=batches,
-                                                size=size, alpha=alpha,
+                                                message_bytes=message_bytes, alpha=alpha,
                                                 budget=budget or FREE_BUDGET)
         return free.replace(meta={**free.meta, **why, "fixed_quantum": str(Q)})
     budget = budget or TRANSFER_BUDGET
     if batches is None:
         rows = tree_rows(pout, {r: i * Q for i, r in enumerate(group)}, Q, 1)
-        batches = choose_batches(rows, topology, size / len(group) / Q, alpha=alpha,
+        batches = choose_batches(rows, topology, message_bytes / len(group) / Q, alpha=alpha,
                                  budget=budget // 2)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     P = batches

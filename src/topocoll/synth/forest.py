@@ -92,7 +92,7 @@ def optimal_unsupported_reason(topology: Topology, group: tuple[int, ...]) -> st
 
 
 def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
-           size: float, alpha: float, *, reverse_graph: bool, steps: int | None,
+           message_bytes: float, alpha: float, *, reverse_graph: bool, steps: int | None,
            resolution: int = FLUID_RESOLUTION) -> tuple[Rows, np.ndarray, np.ndarray]:
     """Rows, their arcs and the integer cumulative sends (:func:`~.pipeline.fluid_sends`)
     for ``steps`` steps, or the best of a few horizons by ``bandwidth + steps (alpha +
@@ -103,7 +103,7 @@ def _fluid(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
             f"pipeline='fluid' needs one LP column per tree arc and step; {topology.name} "
             f"has {len(parent)} tree arcs (limit {FLUID_MAX_ARCS})")
     ent_row, ent_link, ent_w, ell, _ = row_entries(rows, topology, reverse_graph)
-    chunk = size / len(group) / Q
+    chunk = message_bytes / len(group) / Q
     D = rows.D
     horizons = [steps] if steps is not None else [D + e for e in (1, 3, 7)]
     best = None
@@ -157,13 +157,13 @@ def _weighted(rows: Rows, topology: Topology, chunk_bytes_per_batch: float, P: i
 
 
 def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: int,
-               batches: int | None, size: float, alpha: float, *, rooted: int | None,
+               batches: int | None, message_bytes: float, alpha: float, *, rooted: int | None,
                reverse_graph: bool, budget: int, units: np.ndarray | None = None,
                weighted: bool = False) -> tuple[Rows, int, np.ndarray | None]:
     """Rows with levels, the batch count and (if unequal) the batch sizes in units."""
     rows = tree_rows(packing, {r: 0 for r in packing.per_root}, Q, 1)
     if batches is None:
-        per_root_bytes = size / len(group) if rooted is None else size
+        per_root_bytes = message_bytes / len(group) if rooted is None else message_bytes
         batches = choose_batches(rows, topology, per_root_bytes / Q, alpha=alpha,
                                  reverse_graph=reverse_graph, budget=budget)
         if weighted:
@@ -178,14 +178,14 @@ def _pipelined(topology: Topology, group: tuple[int, ...], packing: Packing, Q: 
     return rows, batches, units
 
 
-def _gather_like(topology, ranks, batches, size, alpha, reverse_graph: bool, Q=None,
+def _gather_like(topology, ranks, batches, message_bytes, alpha, reverse_graph: bool, Q=None,
                  budget=TRANSFER_BUDGET, units=None, weighted=False):
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
     Q = Q or quantum(p)
-    rows, P, units = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=None,
+    rows, P, units = _pipelined(topology, group, p, Q, batches, message_bytes, alpha, rooted=None,
                                 reverse_graph=reverse_graph, budget=budget, units=units,
                                 weighted=weighted)
     return group, rows, P, units
@@ -202,7 +202,7 @@ def _meta(rows: Rows, P: int, units: np.ndarray | None, key: str) -> dict[str, s
     return meta
 
 
-def _fluid_forward(topology, ranks, size, alpha, reverse_graph: bool, steps, Q=None
+def _fluid_forward(topology, ranks, message_bytes, alpha, reverse_graph: bool, steps, Q=None
                    ) -> tuple[tuple[int, ...], Schedule, int, int]:
     """The allgather-shaped fluid pipeline (of the reversed graph if ``reverse_graph``):
     group, schedule, split and steps."""
@@ -211,18 +211,18 @@ def _fluid_forward(topology, ranks, size, alpha, reverse_graph: bool, steps, Q=N
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = optimal_packing(topology, group, reverse=reverse_graph)
     Q = Q or quantum(p)
-    rows, unit, K = _fluid(topology, group, p, Q, size, alpha, reverse_graph=reverse_graph,
+    rows, unit, K = _fluid(topology, group, p, Q, message_bytes, alpha, reverse_graph=reverse_graph,
                            steps=steps)
     split = Q * FLUID_RESOLUTION
     return group, build_fluid(allgather(group, split=split), rows, unit, K), split, \
         K.shape[1] - 1
 
 
-def _timed(kind: str, topology, ranks, size, alpha, steps) -> Schedule:
+def _timed(kind: str, topology, ranks, message_bytes, alpha, steps) -> Schedule:
     group = resolve_group(topology, ranks)
     reason = optimal_unsupported_reason(topology, group)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
-    return timed_schedule(kind, topology, group, size, alpha, steps)[0]
+    return timed_schedule(kind, topology, group, message_bytes, alpha, steps)[0]
 
 
 def _check_pipeline(pipeline: str) -> None:
@@ -233,7 +233,7 @@ def _check_pipeline(pipeline: str) -> None:
 
 
 def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
-                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal pipelined tree-packing allgather.
@@ -246,9 +246,9 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     ranks : sequence of int, optional
         The participants (default all ranks).
     batches : int, optional
-        Pipeline depth ``P``; default chosen by :func:`choose_batches` for ``size`` bytes
+        Pipeline depth ``P``; default chosen by :func:`choose_batches` for ``message_bytes`` bytes
         and per-transfer overhead ``alpha``.
-    size, alpha : float
+    message_bytes, alpha : float
         Message size and overhead the default ``P`` is chosen for.
     budget : int
         Most transfers the default ``P`` may produce (:func:`choose_batches`).
@@ -279,16 +279,17 @@ def optimal_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
     """
     _check_pipeline(pipeline)
     if pipeline == "timed":
-        return _timed("allgather", topology, ranks, size, alpha, steps)
+        return _timed("allgather", topology, ranks, message_bytes, alpha, steps)
     if pipeline == "fluid":
-        group, s, _, H = _fluid_forward(topology, ranks, size, alpha, False, steps)
+        group, s, _, H = _fluid_forward(topology, ranks, message_bytes, alpha, False, steps)
         return s.replace(name="optimal", meta={"pipeline": "fluid", "steps": str(H)})
-    return optimal_batches("allgather", topology, ranks=ranks, batches=batches, size=size,
+    return optimal_batches("allgather", topology, ranks=ranks, batches=batches,
+                           message_bytes=message_bytes,
                            alpha=alpha, budget=budget, weighted=pipeline == "weighted")[0]
 
 
 def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
-                           batches: int | None = None, size: float = DEFAULT_SIZE,
+                           batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                            alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                            pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return the bandwidth-optimal reduce-scatter: the packing of the reversed graph,
@@ -302,18 +303,18 @@ def optimal_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = 
     """
     _check_pipeline(pipeline)
     if pipeline == "timed":
-        return _timed("reduce_scatter", topology, ranks, size, alpha, steps)
+        return _timed("reduce_scatter", topology, ranks, message_bytes, alpha, steps)
     if pipeline == "fluid":
-        group, fwd, split, H = _fluid_forward(topology, ranks, size, alpha, True, steps)
+        group, fwd, split, H = _fluid_forward(topology, ranks, message_bytes, alpha, True, steps)
         return reverse(fwd, reduce_scatter(group, split=split), name="optimal",
                        meta={"pipeline": "fluid", "steps": str(H)})
     return optimal_batches("reduce_scatter", topology, ranks=ranks, batches=batches,
-                           size=size, alpha=alpha, budget=budget,
+                           message_bytes=message_bytes, alpha=alpha, budget=budget,
                            weighted=pipeline == "weighted")[0]
 
 
 def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
-                      batches: int | None = None, size: float = DEFAULT_SIZE,
+                      batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                       alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                       pipeline: str = "batches", steps: int | None = None) -> Schedule:
     """Return reduce-scatter then allgather, both optimal (time ``T*_RS + T*_AG``).
@@ -330,15 +331,16 @@ def optimal_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     _check_pipeline(pipeline)
     if pipeline == "timed":
-        return _timed("allreduce", topology, group, size, alpha, steps)
+        return _timed("allreduce", topology, group, message_bytes, alpha, steps)
     if pipeline == "fluid":
         Q = _allreduce_quantum(topology, group)
-        _, ag, split, H = _fluid_forward(topology, group, size, alpha, False, steps, Q)
-        _, rs_fwd, _, H2 = _fluid_forward(topology, group, size, alpha, True, steps, Q)
+        _, ag, split, H = _fluid_forward(topology, group, message_bytes, alpha, False, steps, Q)
+        _, rs_fwd, _, H2 = _fluid_forward(topology, group, message_bytes, alpha, True, steps, Q)
         rs = reverse(rs_fwd, reduce_scatter(group, split=split))
         return concat([rs, ag], allreduce(group, split=len(group) * split), name="optimal",
                       meta={"pipeline": "fluid", "steps": f"{H2}+{H}"})
-    return optimal_batches("allreduce", topology, ranks=group, batches=batches, size=size,
+    return optimal_batches("allreduce", topology, ranks=group, batches=batches,
+                           message_bytes=message_bytes,
                            alpha=alpha, budget=budget, weighted=pipeline == "weighted")[0]
 
 
@@ -367,7 +369,7 @@ class PipelinePart:
 
 def optimal_batches_plan(kind: str, topology: Topology, *,
                          ranks: Sequence[int] | None = None, batches: int | None = None,
-                         size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                         message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                          budget: int = TRANSFER_BUDGET, weighted: bool = False
                          ) -> tuple[Callable[[], Schedule], tuple[PipelinePart, ...]]:
     """The plan of :func:`optimal_batches`: a function that builds the schedule, and its
@@ -386,7 +388,7 @@ def optimal_batches_plan(kind: str, topology: Topology, *,
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     if kind == "allgather" or kind == "reduce_scatter":
         rev = kind == "reduce_scatter"
-        group, rows, P, u = _gather_like(topology, group, batches, size, alpha, rev, None,
+        group, rows, P, u = _gather_like(topology, group, batches, message_bytes, alpha, rev, None,
                                          budget, weighted=weighted)
         def build() -> Schedule:
             split = _split(rows, P, u)
@@ -398,9 +400,9 @@ def optimal_batches_plan(kind: str, topology: Topology, *,
     require(kind == "allreduce", f"optimal batches are built for allgather, reduce_scatter "
                                  f"and allreduce, not {kind}")
     Q = _allreduce_quantum(topology, group)
-    _, ag_rows, P, u = _gather_like(topology, group, batches, size, alpha, False, Q,
+    _, ag_rows, P, u = _gather_like(topology, group, batches, message_bytes, alpha, False, Q,
                                     budget // 2, weighted=weighted)
-    _, rs_rows, _, _ = _gather_like(topology, group, P, size, alpha, True, Q, units=u)
+    _, rs_rows, _, _ = _gather_like(topology, group, P, message_bytes, alpha, True, Q, units=u)
 
     def build() -> Schedule:
         split = _split(ag_rows, P, u)
@@ -414,7 +416,7 @@ def optimal_batches_plan(kind: str, topology: Topology, *,
 
 
 def optimal_batches(kind: str, topology: Topology, *, ranks: Sequence[int] | None = None,
-                    batches: int | None = None, size: float = DEFAULT_SIZE,
+                    batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                     alpha: float = 0.0, budget: int = TRANSFER_BUDGET,
                     weighted: bool = False) -> tuple[Schedule, tuple[PipelinePart, ...]]:
     """The batches pipeline of ``kind`` (allgather, reduce_scatter or allreduce) and its
@@ -428,12 +430,12 @@ def optimal_batches(kind: str, topology: Topology, *, ranks: Sequence[int] | Non
     (6, [True, False])
     """
     build, parts = optimal_batches_plan(kind, topology, ranks=ranks, batches=batches,
-                                        size=size, alpha=alpha, budget=budget,
+                                        message_bytes=message_bytes, alpha=alpha, budget=budget,
                                         weighted=weighted)
     return build(), parts
 
 
-def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int):
+def _rooted(topology, ranks, root, batches, message_bytes, alpha, red: bool, budget: int):
     group = resolve_group(topology, ranks)
     root = group[0] if root is None else int(root)
     require(root in group, f"root {root} is not one of the ranks {list(group)}")
@@ -441,14 +443,14 @@ def _rooted(topology, ranks, root, batches, size, alpha, red: bool, budget: int)
     require(reason is None, f"optimal does not apply to {topology.name}: {reason}")
     p = broadcast_packing(topology, root, group, reverse=red)
     Q = quantum(p)
-    rows, P, u = _pipelined(topology, group, p, Q, batches, size, alpha, rooted=root,
+    rows, P, u = _pipelined(topology, group, p, Q, batches, message_bytes, alpha, rooted=root,
                             reverse_graph=red, budget=budget)
     return group, root, rows, P, u
 
 
 def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
                       root: int | None = None, batches: int | None = None,
-                      size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                      message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                       budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the optimal pipelined broadcast: ``λ = min_v maxflow(root -> v)``
     arc-disjoint spanning trees (Edmonds), each carrying ``1/λ`` of the buffer.
@@ -460,7 +462,7 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> s.collective.split   # four trees: one per direction out of the root
     4
     """
-    group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, False,
+    group, root, rows, P, u = _rooted(topology, ranks, root, batches, message_bytes, alpha, False,
                                       budget)
     s = build_rows(broadcast(group, root=root, split=_split(rows, P, u)), rows, P, units=u)
     return s.replace(name="optimal", meta=_meta(rows, P, u, "trees"))
@@ -468,7 +470,7 @@ def optimal_broadcast(topology: Topology, *, ranks: Sequence[int] | None = None,
 
 def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
                    root: int | None = None, batches: int | None = None,
-                   size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                   message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                    budget: int = TRANSFER_BUDGET) -> Schedule:
     """Return the optimal pipelined reduce: broadcast trees of the reversed graph, run
     backwards (rate ``min_v maxflow(v -> root)``).
@@ -479,7 +481,7 @@ def optimal_reduce(topology: Topology, *, ranks: Sequence[int] | None = None,
     >>> optimal_reduce(ring(5), root=0, batches=1).collective.kind
     'reduce'
     """
-    group, root, rows, P, u = _rooted(topology, ranks, root, batches, size, alpha, True,
+    group, root, rows, P, u = _rooted(topology, ranks, root, batches, message_bytes, alpha, True,
                                       budget)
     split = _split(rows, P, u)
     fwd = build_rows(broadcast(group, root=root, split=split), rows, P, units=u)

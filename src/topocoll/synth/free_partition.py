@@ -238,7 +238,7 @@ def _emit(b: ScheduleBuilder, rows: Rows, ops: np.ndarray, group: np.ndarray,
 
 
 def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
-                             batches: int | None = None, size: float = DEFAULT_SIZE,
+                             batches: int | None = None, message_bytes: float = DEFAULT_SIZE,
                              alpha: float = 0.0, budget: int = FREE_BUDGET,
                              rounds: int = LP_ROUNDS, work: int | None = LP_WORK) -> Schedule:
     """Return the overlapped tree allreduce at the LP optimum with free partition sizes.
@@ -250,9 +250,9 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
     ranks : sequence of int, optional
         Participants (default all ranks).
     batches : int, optional
-        Pipeline depth ``P``; default from the alpha-beta model for ``size`` and
+        Pipeline depth ``P``; default from the alpha-beta model for ``message_bytes`` and
         ``alpha`` (:func:`~topocoll.synth.forest_rows.choose_batches`).
-    size, alpha, budget
+    message_bytes, alpha, budget
         As for :func:`~topocoll.synth.forest.optimal_allgather` (default budget
         :data:`FREE_BUDGET`).
     rounds, work : int
@@ -284,7 +284,7 @@ def free_partition_allreduce(topology: Topology, *, ranks: Sequence[int] | None 
     rows, ops, D = _lp_rows(lp, n, Q)
     group_of, merged = _merge(rows, ops)
     if batches is None:
-        batches = choose_batches(merged, topology, size / Q, alpha=alpha, budget=budget)
+        batches = choose_batches(merged, topology, message_bytes / Q, alpha=alpha, budget=budget)
     require(isinstance(batches, int) and batches >= 1, f"batches must be >= 1, got {batches}")
     P = batches
     b = ScheduleBuilder(allreduce(group, split=Q * P))

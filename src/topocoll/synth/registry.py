@@ -134,11 +134,11 @@ class Synthesizer:
     tunables : mapping
         Option name -> candidate values that ``topocoll compare`` tries, keeping the best.
     sized : bool
-        The schedule is planned for a message size (option ``size``); ``topocoll
+        The schedule is planned for a message size (option ``message_bytes``); ``topocoll
         compare`` plans it for the largest size it compares.
     extra : tuple of mappings
         Option sets tried besides the grid of ``tunables``, each planned for the largest
-        size compared (option ``size``).
+        size compared (option ``message_bytes``).
     """
 
     name: str
@@ -207,9 +207,9 @@ class Synthesizer:
 
     def coerce(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """``options`` checked against :meth:`options` and with text values parsed:
-        ``size`` as a size (``1GiB``), ``alpha`` as a time (``2us``), options whose default
-        is an integer (or whose name is a count such as ``batches``) as integers, booleans
-        as true/false. An unknown option is an :class:`InputTypeError`, a value that does
+        ``message_bytes`` as a size (``1GiB``), ``alpha`` as a time (``2us``), options whose
+        default is an integer (or whose name is a count such as ``batches``) as integers,
+        booleans as true/false. An unknown option is an :class:`InputTypeError`, a value that does
         not parse an :class:`InputError`; both name the option.
 
         Examples
@@ -217,8 +217,9 @@ class Synthesizer:
         >>> syn = SYNTHESIZERS[0]                      # ring allgather
         >>> syn.coerce({"ranks": (0, 1)})
         {'ranks': (0, 1)}
-        >>> find_synthesizer("optimal", "allgather").coerce({"size": "1KiB", "batches": "4"})
-        {'size': 1024.0, 'batches': 4}
+        >>> find_synthesizer("optimal", "allgather").coerce({"message_bytes": "1KiB",
+        ...                                                    "batches": "4"})
+        {'message_bytes': 1024.0, 'batches': 4}
         """
         known = self.options()
         out: dict[str, Any] = {}
@@ -321,7 +322,7 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         return value
     text = value.strip()
     try:
-        if key == "size":
+        if key == "message_bytes":
             return parse_size(text)
         if key == "alpha":
             return parse_time(text)

@@ -165,7 +165,7 @@ def _reversed(topology: Topology) -> Topology:
                     routing=topology.routing, meta=dict(topology.meta))
 
 
-def _part(topology: Topology, group: tuple[int, ...], groups, size: float, alpha: float,
+def _part(topology: Topology, group: tuple[int, ...], groups, message_bytes: float, alpha: float,
           steps: int | None, units: int | None, reverse: bool, relay: str):
     """``(frame, plan)`` of the allgather (``reverse=False``) or of the allgather on the
     reversed graph whose time-reverse is the reduce-scatter; with ``relay='auto'`` the
@@ -179,7 +179,7 @@ def _part(topology: Topology, group: tuple[int, ...], groups, size: float, alpha
                 break                             # nothing to relay (or too deep)
             if rot and best is not None and best[0].period == 1 and not best[0].rotate:
                 break                             # one piece per unit already
-            plan = Plan(frame, size, alpha, steps, units)
+            plan = Plan(frame, message_bytes, alpha, steps, units)
             if best is None or plan.time(alpha) < best[1].time(alpha):
                 best = (frame, plan)
     return best
@@ -216,12 +216,12 @@ def _explicit_groups(group: tuple[int, ...], groups) -> list[list[int]]:
     return [sorted(g, key=pos.__getitem__) for g in out]
 
 
-def _build(topology: Topology, ranks, kind: str, size: float, alpha: float,
+def _build(topology: Topology, ranks, kind: str, message_bytes: float, alpha: float,
            steps: int | None, units: int | None, groups="auto", relay="auto") -> Schedule:
     from ..schedule import concat, reverse
 
     group = resolve_group(topology, ranks)
-    require(size > 0 and alpha >= 0, "size must be > 0 and alpha >= 0")
+    require(message_bytes > 0 and alpha >= 0, "message_bytes must be > 0 and alpha >= 0")
     require(relay in RELAYS, f"relay must be one of {RELAYS}, got {relay!r}")
     require(steps is None or (isinstance(steps, int) and 1 <= steps),
             f"steps must be an integer >= 1, got {steps!r}")
@@ -236,7 +236,7 @@ def _build(topology: Topology, ranks, kind: str, size: float, alpha: float,
     revs = gather_parts(kind)
     best = None
     for label, gs in options.items():
-        parts = {rev: _part(topology, group, gs, size, alpha, steps, units, rev, relay)
+        parts = {rev: _part(topology, group, gs, message_bytes, alpha, steps, units, rev, relay)
                  for rev in revs}
         if kind == "allreduce":                   # one chunk size for both halves
             U = max(p.units for _, p in parts.values())
@@ -244,7 +244,7 @@ def _build(topology: Topology, ranks, kind: str, size: float, alpha: float,
             for rev, (f, p) in parts.items():
                 f.period = q
                 if p.units != U:
-                    parts[rev] = (f, Plan(f, size, alpha, p.steps - p.depth, U))
+                    parts[rev] = (f, Plan(f, message_bytes, alpha, p.steps - p.depth, U))
         t = sum(p.rounded_time + p.steps * (alpha + p.latency) for _, p in parts.values())
         if best is None or t < best[0]:
             best = (t, label, parts)
@@ -271,11 +271,11 @@ _PARAMS = """
         two-tier and leaf-spine fabrics, fat-tree pods, multi-GPU boxes.
     ranks : sequence of int, optional
         The participants (default all ranks); ``ranks[i]`` owns block ``i``.
-    size, alpha : float
+    message_bytes, alpha : float
         Message size (bytes) and per-step overhead (s) the overlap is planned for.
     steps : int, optional
         Steps that carry rail traffic (the schedule has one more, two with relays);
-        default: the fastest up to :data:`MAX_STEPS` steps in all at ``size`` and
+        default: the fastest up to :data:`MAX_STEPS` steps in all at ``message_bytes`` and
         ``alpha``.
     units : int, optional
         Units per block the step fractions are rounded to; default: the coarsest of
@@ -304,7 +304,7 @@ _PARAMS = """
 
 
 def two_level_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,
-                        size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                        message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                         steps: int | None = None, units: int | None = None,
                         groups: str | Sequence[Sequence[int]] = "auto",
                         relay: str = "auto") -> Schedule:
@@ -327,11 +327,11 @@ def two_level_allgather(topology: Topology, *, ranks: Sequence[int] | None = Non
     >>> s.meta["groups"], s.num_steps <= 8
     ('4x4', True)
     """
-    return _build(topology, ranks, "allgather", size, alpha, steps, units, groups, relay)
+    return _build(topology, ranks, "allgather", message_bytes, alpha, steps, units, groups, relay)
 
 
 def two_level_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None = None,
-                             size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                             message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                              steps: int | None = None, units: int | None = None,
                              groups: str | Sequence[Sequence[int]] = "auto",
                         relay: str = "auto") -> Schedule:
@@ -346,11 +346,12 @@ def two_level_reduce_scatter(topology: Topology, *, ranks: Sequence[int] | None 
     >>> s.collective.kind, s.step(0)[0].op.name
     ('reduce_scatter', 'REDUCE')
     """
-    return _build(topology, ranks, "reduce_scatter", size, alpha, steps, units, groups, relay)
+    return _build(topology, ranks, "reduce_scatter", message_bytes, alpha, steps, units, groups,
+                  relay)
 
 
 def two_level_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
-                        size: float = DEFAULT_SIZE, alpha: float = 0.0,
+                        message_bytes: float = DEFAULT_SIZE, alpha: float = 0.0,
                         steps: int | None = None, units: int | None = None,
                         groups: str | Sequence[Sequence[int]] = "auto",
                         relay: str = "auto") -> Schedule:
@@ -365,7 +366,7 @@ def two_level_allreduce(topology: Topology, *, ranks: Sequence[int] | None = Non
     >>> s.collective.kind, s.meta["groups"], s.meta["groups_rs"]
     ('allreduce', '2x2', '2x2')
     """
-    return _build(topology, ranks, "allreduce", size, alpha, steps, units, groups, relay)
+    return _build(topology, ranks, "allreduce", message_bytes, alpha, steps, units, groups, relay)
 
 
 two_level_allgather.__doc__ = two_level_allgather.__doc__.format(params=_PARAMS)

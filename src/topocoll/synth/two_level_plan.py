@@ -484,11 +484,11 @@ def coarsest_units(choices: list[int], solve, lp_t: float):
 class Plan:
     """Steps and units of one allgather-shaped part."""
 
-    def __init__(self, frame: Frame, size: float, alpha: float, steps: int | None,
+    def __init__(self, frame: Frame, message_bytes: float, alpha: float, steps: int | None,
                  units: int | None):
         rates, lat = frame.unit_rates()
         N = len(frame.group)
-        block = size / N
+        block = message_bytes / N
         depth = 2 if frame.relayed else 1
         best = None
         tries = range(depth + 1, MAX_STEPS + 1) if steps is None else (steps + depth,)
