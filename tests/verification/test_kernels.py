@@ -62,17 +62,18 @@ def run(kernel, s, cols, nparts):
     members = np.array(sorted(coll.ranks), dtype=np.int64)
     sem._init(state, target, pre.indptr, pre.indices, np.zeros(R, np.int64), h, False)
     rows, total = [], 0
+    maxe = sem._largest_step(s.step_ptr, s.chunk_ptr)
     for part in range(nparts):
         rec = np.zeros((10_000, 4), np.int64)
         args = (s.step_ptr, cols["src"], cols["dst"], cols["op"], s.chunk_ptr, cols["chunks"],
                 state)
         if kernel == "general":
             n, t = sem._steps_part(part, nparts, *args, False, pre.sizes().astype(np.uint32),
-                                   members, coll.is_reduction, rec, 10_000, False)
+                                   members, coll.is_reduction, rec, 10_000, False, maxe)
         else:
             n, t = sem._steps_fingerprint_part(C * part // nparts, C * (part + 1) // nparts,
                                                part, *args, pre.sizes().astype(np.uint32),
-                                               coll.is_reduction, rec, 10_000, False)
+                                               coll.is_reduction, rec, 10_000, False, maxe)
         rows += [tuple(r) for r in rec[:n]]
         total += t
     return sorted(rows), total, state

@@ -156,8 +156,9 @@ def _check_transfer(part, t, u, v, R, op_t, is_reduction, rec, n, total, limit):
 
 @njit(cache=True)
 def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, exact,
-                pre_size, members, is_reduction, rec, limit, stop):
+                pre_size, members, is_reduction, rec, limit, stop, maxe):
     """All steps for the chunks ``c`` with ``c % nparts == part``; returns (kept, total).
+    ``maxe``: the most (transfer, chunk) entries in one step (:func:`_largest_step`).
 
     Chunks never interact, so partitions run independently (one per thread). Checks that
     concern a whole transfer (endpoints, op) are made by partition 0 only.
@@ -169,9 +170,6 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
     W = W1 - 1
     n = 0
     total = 0
-    maxe = 0
-    for s in range(len(step_ptr) - 1):
-        maxe = max(maxe, chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]])
     buf = np.empty((maxe, W), state.dtype)
     ok = np.empty(maxe, np.bool_)
     for s in range(len(step_ptr) - 1):
@@ -251,7 +249,7 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
 
 @njit(cache=True)
 def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chunks, state,
-                            pre_size, is_reduction, rec, limit, stop):
+                            pre_size, is_reduction, rec, limit, stop, maxe):
     """:func:`_steps_part` for fingerprint cells and the chunks ``lo <= c < hi``.
 
     The same checks, in the same order, with the three lanes written out: a gathered cell
@@ -262,9 +260,6 @@ def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chu
     P = np.int64(MERSENNE31)
     n = 0
     total = 0
-    maxe = 0
-    for s in range(len(step_ptr) - 1):
-        maxe = max(maxe, chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]])
     buf = np.empty((maxe, 3), state.dtype)
     for s in range(len(step_ptr) - 1):
         a = step_ptr[s]
@@ -330,22 +325,32 @@ def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chu
     return n, total
 
 
+@njit(cache=True)
+def _largest_step(step_ptr, chunk_ptr):
+    """The most (transfer, chunk) entries in one step: the size of a kernel's step buffer."""
+    maxe = 0
+    for s in range(len(step_ptr) - 1):
+        maxe = max(maxe, chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]])
+    return maxe
+
+
 @njit(cache=True, parallel=True)
 def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
            is_reduction, rec, limit, stop):
     nparts = rec.shape[0]
     C = state.shape[0]
+    maxe = _largest_step(step_ptr, chunk_ptr)
     counts = np.zeros((nparts, 2), np.int64)
     for part in prange(nparts):
         if exact:
             n, total = _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks,
                                    state, exact, pre_size, members, is_reduction, rec[part],
-                                   limit, stop)
+                                   limit, stop, maxe)
         else:
             n, total = _steps_fingerprint_part(C * part // nparts, C * (part + 1) // nparts,
                                                part, step_ptr, src, dst, op, chunk_ptr,
                                                chunks, state, pre_size, is_reduction,
-                                               rec[part], limit, stop)
+                                               rec[part], limit, stop, maxe)
         counts[part, 0] = n
         counts[part, 1] = total
     return counts
