@@ -37,16 +37,11 @@ import numpy as np
 from ..collective import Collective
 from ..errors import NotSupportedError
 from ..schedule import Schedule, ScheduleBuilder
-from ..schedule.transforms import overlay, remap_chunks
 from ..topology import Dim, Topology
-from ._common import require, resolve_group
+from ._common import block_index, gather_parts, require, resolve_group
 from .hierarchical import hierarchical_unsupported_reason, phases
 from .multiport import butterfly_schedule, make_plan
-from .ring import (
-    bidirectional_ring_allgather,
-    bidirectional_ring_allreduce,
-    bidirectional_ring_reduce_scatter,
-)
+from .ring import ring_passes
 
 __all__ = ["mirrored_recursive_doubling_allreduce", "mirrored_recursive_doubling_allgather",
            "mirrored_recursive_doubling_reduce_scatter", "bucket_allreduce",
@@ -351,40 +346,19 @@ def hamiltonian_unsupported_reason(topology: Topology, group: Sequence[int]) -> 
 
 
 def _hamiltonian(topology: Topology, ranks, kind: str) -> Schedule:
+    """The two cycles' bidirectional rings (``variant="halves"``) in one schedule: block
+    ``b`` of cycle ``i`` in direction ``h`` is chunk ``4 b + 2 i + h``; every step holds
+    the four rings' transfers, written straight into the schedule's arrays."""
     group = resolve_group(topology, ranks)
     reason = hamiltonian_unsupported_reason(topology, group)
     require(reason is None, f"hamiltonian_rings {kind} on {topology.name}: {reason}")
-    fn = {"allreduce": bidirectional_ring_allreduce,
-          "reduce_scatter": bidirectional_ring_reduce_scatter,
-          "allgather": bidirectional_ring_allgather}[kind]
     p = topology.num_ranks
     coll = Collective(kind, group, 4 * p if kind == "allreduce" else 4)
-    parts = []
-    for i, cyc in enumerate(hamiltonian_cycles(topology)):
-        c = np.arange(2 * p)        # bidirectional ring: chunk 2*blk + h
-        parts.append(remap_chunks(fn(topology, order=cyc), (c // 2) * 4 + 2 * i + c % 2, coll))
-    return _zip_steps(parts, coll, name="hamiltonian_rings", meta={"rings": "4"})
-
-
-def _zip_steps(parts: list[Schedule], coll: Collective, *, name: str, meta: dict) -> Schedule:
-    """:func:`~topocoll.schedule.transforms.overlay` for schedules with the same number of
-    single-chunk transfers in every step (rings), done with reshapes instead of per-step
-    gathers (a 1024-rank overlay has 2046 steps)."""
-    S = parts[0].num_steps
-    uniform = all(x.num_steps == S and x.chunk_ptr[-1] == x.num_transfers and
-                  x.num_transfers == parts[0].num_transfers and
-                  np.all(np.diff(x.step_ptr) == x.num_transfers // max(S, 1)) and
-                  x.path_ptr is None for x in parts)
-    if not uniform or S == 0:
-        return overlay(parts, coll, name=name, meta=meta)
-
-    def z(col: str) -> np.ndarray:
-        return np.concatenate([getattr(x, col).reshape(S, -1) for x in parts], axis=1).ravel()
-
-    T = sum(x.num_transfers for x in parts)
-    return Schedule(coll, np.arange(S + 1, dtype=np.int64) * (T // S), z("src"), z("dst"),
-                    z("op"), np.arange(T + 1, dtype=np.int64), z("chunks"), name=name,
-                    meta=meta)
+    rings = [(np.asarray(cyc, dtype=np.int64), block_index(group, np.asarray(cyc)), 2 * i)
+             for i, cyc in enumerate(hamiltonian_cycles(topology))]
+    b = ScheduleBuilder(coll)
+    ring_passes(b, rings, phases=gather_parts(kind), directions=(1, -1), scale=4)
+    return b.build(name="hamiltonian_rings", meta={"rings": "4"})
 
 
 def hamiltonian_rings_allreduce(topology: Topology, *,
