@@ -127,7 +127,7 @@ class Evaluated:
     ----------
     algorithm : str
     options : dict
-        The options it was synthesized with (tunables and ``size`` for planned ones;
+        The options it was synthesized with (tunables and ``message_bytes`` for planned ones;
         never ``ranks`` or ``root``, which the collective holds).
     schedule : Schedule
     verified : bool
@@ -240,6 +240,7 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
             results = model.evaluate_sizes(sched, topology, sizes)
             shown = True
             yield Evaluated(syn.name, dict(opts), sched, ok, tuple(results))
+            del sched, results    # not held while the next one is synthesized (GiBs at scale)
         if over_budget and not shown:
             skipped.append((syn.name, over_budget))
 
@@ -332,6 +333,7 @@ def compare_algorithms(topology: Topology, kind: str, sizes: Sequence[float], *,
             if k not in best or (row.verified, -row.time_s) > (best[k].verified,
                                                                -best[k].time_s):
                 best[k] = row
+        del ev, sched             # the generator's next schedule is built without these
     rows = list(best.values())
     if not rows:
         raise NotSupportedError(f"no algorithm applies to {kind} on {topology.name}: "
