@@ -126,7 +126,7 @@ class LinkLoads:
             r = routes(self.fabric, pq, self.routing)
             pair = np.repeat(np.arange(len(pq)), np.diff(r.ptr))
             A = csr_matrix((r.frac, (r.link, pair)), shape=(nl, len(pq)))
-            loads += A @ D[:, pq[:, 0], pq[:, 1]].T
+            loads += A @ D[:, pq[:, 0], pq[:, 1]].T         # exact: sparse CSR, no BLAS
         return loads
 
     def flow_routes(self, pairs: np.ndarray, *, hashed: bool = False, seed: int = 0
