@@ -197,14 +197,24 @@ class Collective:
             self._cache["post"] = self._sets(pre=False)
         return self._cache["post"]
 
+    def every_member(self, pre: bool) -> bool:
+        """Whether every chunk's precondition (``pre``) or postcondition set is all the
+        members: then :meth:`pre_sets` / :meth:`post_sets` repeat the members once per
+        chunk, which a consumer at scale can avoid materializing.
+
+        >>> from topocoll.collective import allgather
+        >>> allgather(4).every_member(pre=False), allgather(4).every_member(pre=True)
+        (True, False)
+        """
+        return {"allgather": not pre, "reduce_scatter": pre, "allreduce": True,
+                "broadcast": not pre, "reduce": pre, "alltoall": False}[self.kind]
+
     def _sets(self, pre: bool) -> ChunkSets:
         p, k, nc = self.num_ranks, self.split, self.num_chunks
         members = np.array(sorted(self.ranks), dtype=np.int32)
         ranks = np.array(self.ranks, dtype=np.int32)
         c = np.arange(nc)
-        everyone = {"allgather": not pre, "reduce_scatter": pre, "allreduce": True,
-                    "broadcast": not pre, "reduce": pre, "alltoall": False}[self.kind]
-        if everyone:
+        if self.every_member(pre):
             return ChunkSets(np.arange(nc + 1, dtype=np.int64) * p, np.tile(members, nc))
         if self.kind in ("broadcast", "reduce"):
             single = np.full(nc, self.root, dtype=np.int32)

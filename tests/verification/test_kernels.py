@@ -60,7 +60,8 @@ def run(kernel, s, cols, nparts):
     pre = coll.pre_sets()
     h = np.random.default_rng(0).integers(0, sem.MERSENNE31, size=(R, 2)).astype(np.uint32)
     members = np.array(sorted(coll.ranks), dtype=np.int64)
-    sem._init(state, target, pre.indptr, pre.indices, np.zeros(R, np.int64), h, False)
+    sem._init(state, target, pre.indptr[:-1], pre.indptr[1:], pre.indices,
+              np.zeros(R, np.int64), h, False)
     rows, total = [], 0
     maxe = sem._largest_step(s.step_ptr, s.chunk_ptr)
     for part in range(nparts):

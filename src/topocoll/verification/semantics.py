@@ -48,9 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from ..collective import Collective
 from ..schedule import Schedule
 
-__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "Collector"]
+__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "Collector", "set_ranges"]
 
 VIOLATION_KINDS = (
     "bad_rank", "self_transfer", "bad_chunk", "no_route", "not_held", "double_count",
@@ -117,10 +118,10 @@ def _first_bit_rank(word_vals, members):
 
 
 @njit(cache=True)
-def _init(state, target, pre_ptr, pre_idx, bitpos, h, exact):
+def _init(state, target, pre_lo, pre_hi, pre_idx, bitpos, h, exact):
     C = target.shape[0]
     for c in range(C):
-        for e in range(pre_ptr[c], pre_ptr[c + 1]):
+        for e in range(pre_lo[c], pre_hi[c]):
             r = pre_idx[e]
             if exact:
                 p = bitpos[r]
@@ -357,14 +358,14 @@ def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, me
 
 
 @njit(cache=True)
-def _final(state, target, post_ptr, post_idx, exact, rec, limit, stop):
+def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop):
     n = 0
     total = 0
     W = target.shape[1]
     C = target.shape[0]
     cells = 0
     for c in range(C):
-        for e in range(post_ptr[c], post_ptr[c + 1]):
+        for e in range(post_lo[c], post_hi[c]):
             r = post_idx[e]
             cells += 1
             same = True
@@ -395,6 +396,26 @@ def _final(state, target, post_ptr, post_idx, exact, rec, limit, stop):
 
 
 # ----------------------------------------------------------------------------- driver
+def set_ranges(coll: Collective, pre: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chunk ``c``'s precondition (``pre``) or postcondition set as ``idx[lo[c]:hi[c]]``.
+
+    Sets of every member are one copy of the members that every chunk points into (the
+    compact CSR of :meth:`~topocoll.collective.Collective.pre_sets` repeats them per
+    chunk: 256 MiB for an allreduce of 16,384 chunks on 4,096 ranks, twice).
+
+    >>> from topocoll.collective import allreduce
+    >>> lo, hi, idx = set_ranges(allreduce(3, split=2), pre=True)
+    >>> lo.tolist(), hi.tolist(), idx.tolist()
+    ([0, 0], [3, 3], [0, 1, 2])
+    """
+    C = coll.num_chunks
+    if coll.every_member(pre):
+        members = np.array(sorted(coll.ranks), dtype=np.int32)
+        return np.zeros(C, np.int64), np.full(C, len(members), np.int64), members
+    s = coll.pre_sets() if pre else coll.post_sets()
+    return s.indptr[:-1], s.indptr[1:], s.indices
+
+
 def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, seed: int = 0,
             stop_early: bool = False) -> int:
     """Run the symbolic execution; add violations to ``out``; return checked final cells."""
@@ -414,15 +435,15 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
     pad = max(1, 64 // cell)
     state = np.zeros((C, num_ranks + pad, W + 1), dtype=dtype)[:, :num_ranks, :]
     target = np.zeros((C, W), dtype=dtype)
-    pre, post = coll.pre_sets(), coll.post_sets()
-    _init(state, target, pre.indptr, pre.indices, bitpos, h, exact)
+    pre, post = set_ranges(coll, pre=True), set_ranges(coll, pre=False)
+    _init(state, target, *pre, bitpos, h, exact)
 
     limit = out.limit - len(out.items)
     # one partition of the chunks per thread; a few thousand chunks at least per partition
     nparts = max(1, min(get_num_threads(), C // 2048))
     rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
     counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
-                    pre.sizes().astype(dtype), members, coll.is_reduction, rec, limit,
+                    (pre[1] - pre[0]).astype(dtype), members, coll.is_reduction, rec, limit,
                     stop_early)
     rows = np.concatenate([rec[i, :counts[i, 0]] for i in range(nparts)])
     rows = rows[np.lexsort((rows[:, 2], rows[:, 1]))]   # schedule order: transfer, then chunk
@@ -433,7 +454,7 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
         return 0
     limit = out.limit - len(out.items)
     rec = np.zeros((max(limit, 1), 4), dtype=np.int64)
-    n, total, cells = _final(state, target, post.indptr, post.indices, exact,
+    n, total, cells = _final(state, target, *post, exact,
                              rec, limit, stop_early)
     for row in rec[:n]:
         out.add(_final_violation(row, state, target, members, exact))
