@@ -249,15 +249,18 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
 
 
 @njit(cache=True)
-def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chunks, state,
-                            pre_size, is_reduction, rec, limit, stop, maxe):
-    """:func:`_steps_part` for fingerprint cells and the chunks ``lo <= c < hi``.
+def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, chunks, state,
+                            pre_size, is_reduction, rec, limit, stop, maxe, c0, C):
+    """:func:`_steps_part` for fingerprint cells and the chunks ``lo <= c < hi`` of the
+    collective's ``C``; ``state`` holds chunks from ``c0`` on (a block of them, see
+    :data:`STATE_BYTES`). Transfer-level checks are recorded where ``report`` is set.
 
     The same checks, in the same order, with the three lanes written out: a gathered cell
     whose count lane is 0 is one not to apply (not held, a bad transfer, or no source),
     so no flag array is kept. About twice as fast as the general kernel.
     """
-    C, R, _ = state.shape
+    R = state.shape[1]
+    part = 0 if report else 1
     P = np.int64(MERSENNE31)
     n = 0
     total = 0
@@ -274,7 +277,7 @@ def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chu
             for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
                 c = chunks[e]
                 if c < 0 or c >= C:
-                    if part == 0 and not tbad:
+                    if report and not tbad:
                         n, total = _rec(rec, n, total, limit, 2, t, c, -1)
                     continue
                 if c < lo or c >= hi:
@@ -283,9 +286,9 @@ def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chu
                 if tbad:
                     buf[k, 2] = 0
                     continue
-                buf[k, 0] = state[c, u, 0]
-                buf[k, 1] = state[c, u, 1]
-                buf[k, 2] = state[c, u, 2]
+                buf[k, 0] = state[c - c0, u, 0]
+                buf[k, 1] = state[c - c0, u, 1]
+                buf[k, 2] = state[c - c0, u, 2]
                 if buf[k, 2] == 0:
                     n, total = _rec(rec, n, total, limit, 4, t, c, u)
         # phase 2: apply every write
@@ -301,24 +304,24 @@ def _steps_fingerprint_part(lo, hi, part, step_ptr, src, dst, op, chunk_ptr, chu
                 k = e - base
                 if buf[k, 2] == 0:
                     continue
-                tag = np.int64(state[c, v, 3])
+                tag = np.int64(state[c - c0, v, 3])
                 if tag >= s1:  # already written in this step
                     if tag == s2 or not red:
                         n, total = _rec(rec, n, total, limit, 6, t, c, v)
-                        state[c, v, 3] = s2
+                        state[c - c0, v, 3] = s2
                         continue
                 else:
-                    state[c, v, 3] = s1 if red else s2
+                    state[c - c0, v, 3] = s1 if red else s2
                 if not red:
-                    state[c, v, 0] = buf[k, 0]
-                    state[c, v, 1] = buf[k, 1]
-                    state[c, v, 2] = buf[k, 2]
+                    state[c - c0, v, 0] = buf[k, 0]
+                    state[c - c0, v, 1] = buf[k, 1]
+                    state[c - c0, v, 2] = buf[k, 2]
                 else:
                     for w in range(2):  # both lanes < P, so one conditional subtraction
-                        x = np.int64(state[c, v, w]) + np.int64(buf[k, w])
-                        state[c, v, w] = x - P if x >= P else x
-                    x = min(np.int64(state[c, v, 2]) + np.int64(buf[k, 2]), P)
-                    state[c, v, 2] = x
+                        x = np.int64(state[c - c0, v, w]) + np.int64(buf[k, w])
+                        state[c - c0, v, w] = x - P if x >= P else x
+                    x = min(np.int64(state[c - c0, v, 2]) + np.int64(buf[k, 2]), P)
+                    state[c - c0, v, 2] = x
                     if x > np.int64(pre_size[c]):
                         n, total = _rec(rec, n, total, limit, 5, t, c, -1)
         if stop and n >= limit:
@@ -337,9 +340,11 @@ def _largest_step(step_ptr, chunk_ptr):
 
 @njit(cache=True, parallel=True)
 def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
-           is_reduction, rec, limit, stop):
+           is_reduction, rec, limit, stop, c0, C, first):
+    """Every step for the chunks ``c0 .. c0 + len(state)`` (all ``C`` in exact mode), one
+    chunk partition per thread; transfer-level checks recorded in the ``first`` block."""
     nparts = rec.shape[0]
-    C = state.shape[0]
+    nc = state.shape[0]
     maxe = _largest_step(step_ptr, chunk_ptr)
     counts = np.zeros((nparts, 2), np.int64)
     for part in prange(nparts):
@@ -348,17 +353,19 @@ def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, me
                                    state, exact, pre_size, members, is_reduction, rec[part],
                                    limit, stop, maxe)
         else:
-            n, total = _steps_fingerprint_part(C * part // nparts, C * (part + 1) // nparts,
-                                               part, step_ptr, src, dst, op, chunk_ptr,
-                                               chunks, state, pre_size, is_reduction,
-                                               rec[part], limit, stop, maxe)
+            n, total = _steps_fingerprint_part(c0 + nc * part // nparts,
+                                               c0 + nc * (part + 1) // nparts,
+                                               first and part == 0, step_ptr, src, dst, op,
+                                               chunk_ptr, chunks, state, pre_size,
+                                               is_reduction, rec[part], limit, stop, maxe,
+                                               c0, C)
         counts[part, 0] = n
         counts[part, 1] = total
     return counts
 
 
 @njit(cache=True)
-def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop):
+def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop, c0):
     n = 0
     total = 0
     W = target.shape[1]
@@ -389,13 +396,18 @@ def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop):
                 kind = 9 if missing else 10
             else:
                 kind = 9 if state[c, r, 2] < target[c, 2] else 10
-            n, total = _rec(rec, n, total, limit, kind, -1, c, r)
+            n, total = _rec(rec, n, total, limit, kind, -1, c + c0, r)
             if stop and n >= limit:
                 return n, total, cells
     return n, total, cells
 
 
 # ----------------------------------------------------------------------------- driver
+#: Largest fingerprint-mode state (bytes) built at once; beyond it the chunks are checked
+#: a block at a time (:func:`execute`). The 64x64 torus's Hamiltonian allreduce (16,384
+#: chunks x 4,096 ranks x 16 B, 1 GiB) takes two blocks, 3 s more than one here.
+STATE_BYTES = 1 << 29
+
 def set_ranges(coll: Collective, pre: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Chunk ``c``'s precondition (``pre``) or postcondition set as ``idx[lo[c]:hi[c]]``.
 
@@ -418,7 +430,13 @@ def set_ranges(coll: Collective, pre: bool) -> tuple[np.ndarray, np.ndarray, np.
 
 def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, seed: int = 0,
             stop_early: bool = False) -> int:
-    """Run the symbolic execution; add violations to ``out``; return checked final cells."""
+    """Run the symbolic execution; add violations to ``out``; return checked final cells.
+
+    In fingerprint mode the state is built for a block of chunks at a time, each block at
+    most :data:`STATE_BYTES` (chunks never interact, so blocks run one after another, each
+    pass over the transfers skipping the chunks of other blocks); the violations are the
+    same as with one state for all chunks, in the same order.
+    """
     s = schedule
     coll = s.collective
     C = coll.num_chunks
@@ -433,32 +451,49 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
     # chunks touch would all fall in the same cache sets (2x slower on the 64x64 torus)
     cell = (W + 1) * np.dtype(dtype).itemsize
     pad = max(1, 64 // cell)
-    state = np.zeros((C, num_ranks + pad, W + 1), dtype=dtype)[:, :num_ranks, :]
-    target = np.zeros((C, W), dtype=dtype)
+    per_chunk = (num_ranks + pad) * cell
+    block = C
+    if not exact and C * per_chunk > STATE_BYTES:    # equal blocks, each within the budget
+        most = max(1, STATE_BYTES // per_chunk)
+        block = -(-C // -(-C // most))
     pre, post = set_ranges(coll, pre=True), set_ranges(coll, pre=False)
-    _init(state, target, *pre, bitpos, h, exact)
-
+    pre_size = (pre[1] - pre[0]).astype(dtype)
     limit = out.limit - len(out.items)
-    # one partition of the chunks per thread; a few thousand chunks at least per partition
-    nparts = max(1, min(get_num_threads(), C // 2048))
-    rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
-    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
-                    (pre[1] - pre[0]).astype(dtype), members, coll.is_reduction, rec, limit,
-                    stop_early)
-    rows = np.concatenate([rec[i, :counts[i, 0]] for i in range(nparts)])
+    step_rows, step_total = [], 0
+    finals, final_total, cells = [], 0, 0
+    for c0 in range(0, max(C, 1), block):
+        c1 = min(C, c0 + block)
+        state = np.zeros((c1 - c0, num_ranks + pad, W + 1), dtype=dtype)[:, :num_ranks, :]
+        target = np.zeros((c1 - c0, W), dtype=dtype)
+        _init(state, target, pre[0][c0:c1], pre[1][c0:c1], pre[2], bitpos, h, exact)
+        # one partition of the chunks per thread; a few thousand chunks at least per part
+        nparts = max(1, min(get_num_threads(), (c1 - c0) // 2048))
+        rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
+        counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
+                        pre_size, members, coll.is_reduction, rec, limit, stop_early, c0, C,
+                        c0 == 0)
+        step_rows += [rec[i, :counts[i, 0]] for i in range(nparts)]
+        step_total += int(counts[:, 1].sum())
+        # the final check of this block's chunks, kept until every block's steps are in
+        frec = np.zeros((max(out.limit, 1), 4), dtype=np.int64)
+        n, total, k = _final(state, target, post[0][c0:c1], post[1][c0:c1], post[2], exact,
+                             frec, out.limit, stop_early, c0)
+        finals += [_final_violation(row, state, target, members, exact, c0)
+                   for row in frec[:n]]
+        final_total += total
+        cells += int(k)
+        del state, target
+    rows = np.concatenate(step_rows)
     rows = rows[np.lexsort((rows[:, 2], rows[:, 1]))]   # schedule order: transfer, then chunk
     for row in rows[:limit]:
         out.add(_violation(s, row, exact))
-    out.total += int(counts[:, 1].sum()) - min(len(rows), limit)
+    out.total += step_total - min(len(rows), limit)
     if out.full and stop_early:
         return 0
     limit = out.limit - len(out.items)
-    rec = np.zeros((max(limit, 1), 4), dtype=np.int64)
-    n, total, cells = _final(state, target, *post, exact,
-                             rec, limit, stop_early)
-    for row in rec[:n]:
-        out.add(_final_violation(row, state, target, members, exact))
-    out.total += total - n
+    for v in finals[:limit]:
+        out.add(v)
+    out.total += final_total - min(len(finals), limit)
     return int(cells)
 
 
@@ -502,14 +537,16 @@ def _short(xs: list[int], n: int = 8) -> str:
     return head + (f", ... ({len(xs)} in all)" if len(xs) > n else "")
 
 
-def _final_violation(row, state, target, members, exact: bool) -> Violation:
+def _final_violation(row, state, target, members, exact: bool, c0: int = 0) -> Violation:
+    """The violation of a final-check row; ``state`` and ``target`` hold chunks from
+    ``c0`` on."""
     kind, _, c, r = (int(x) for x in row)
     name = VIOLATION_KINDS[kind]
     if name == "missing_data":
         return Violation(name, f"rank {r} ends without chunk {c}", rank=r, chunk=c)
     if exact:
-        got = set(_ranks_of(state[c, r, :-1], members))
-        need = set(_ranks_of(target[c], members))
+        got = set(_ranks_of(state[c - c0, r, :-1], members))
+        need = set(_ranks_of(target[c - c0], members))
         if name == "missing_contributions":
             msg = (f"rank {r} ends with chunk {c} lacking the contributions of rank(s) "
                    f"{_short(sorted(need - got))}")
@@ -517,7 +554,7 @@ def _final_violation(row, state, target, members, exact: bool) -> Violation:
             msg = (f"rank {r} ends with chunk {c} holding contributions of rank(s) "
                    f"{_short(sorted(got - need))}, which are not in pre({c})")
     else:
-        have, want = int(state[c, r, 2]), int(target[c, 2])
+        have, want = int(state[c - c0, r, 2]), int(target[c - c0, 2])
         msg = (f"rank {r} ends with chunk {c} holding {have} of {want} contributions"
                if name == "missing_contributions" else
                f"rank {r} ends with chunk {c} holding {have} contributions where {want} are "
