@@ -408,6 +408,7 @@ def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop, c
 #: chunks x 4,096 ranks x 16 B, 1 GiB) takes two blocks, 3 s more than one here.
 STATE_BYTES = 1 << 29
 
+
 def set_ranges(coll: Collective, pre: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Chunk ``c``'s precondition (``pre``) or postcondition set as ``idx[lo[c]:hi[c]]``.
 
