@@ -75,7 +75,8 @@ def run(kernel, s, cols, nparts):
             n, t = sem._steps_fingerprint_part(C * part // nparts, C * (part + 1) // nparts,
                                                part == 0, *args,
                                                pre.sizes().astype(np.uint32),
-                                               coll.is_reduction, rec, 10_000, False, maxe, 0, C)
+                                               coll.is_reduction, rec, 10_000, False, maxe,
+                                               np.arange(C, dtype=np.int64), C)
         rows += [tuple(r) for r in rec[:n]]
         total += t
     return sorted(rows), total, state

@@ -44,7 +44,7 @@ from ..collective import Collective
 from ..digest import content_digest
 from ..errors import ScheduleError
 
-__all__ = ["Op", "Transfer", "Schedule", "ScheduleBuilder"]
+__all__ = ["Op", "Transfer", "Schedule", "ScheduleBuilder", "Symmetry"]
 
 
 class Op(IntEnum):
@@ -69,6 +69,40 @@ class Transfer:
     chunks: tuple[int, ...]
     op: Op = Op.COPY
     path: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Symmetry:
+    """A symmetry a synthesizer claims for its schedule: renaming every rank
+    ``ranks[i]`` to ``rank_images[i]`` (others unchanged) and every chunk ``chunks[j]`` to
+    ``chunk_images[j]`` maps the schedule's (step, source, destination, operation, chunk)
+    entries of ``chunks`` onto themselves.
+
+    A claim, not a fact: the verifier checks it before it uses it
+    (:mod:`topocoll.verification.semantics`), a wrong claim only costs that check, and
+    it is not part of the schedule's :meth:`~Schedule.fingerprint`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = np.arange(4)
+    >>> s = Symmetry(r, np.roll(r, -1), r, np.roll(r, -1))
+    >>> s.rank_images.tolist()
+    [1, 2, 3, 0]
+    """
+
+    ranks: np.ndarray
+    rank_images: np.ndarray
+    chunks: np.ndarray
+    chunk_images: np.ndarray
+
+    def __post_init__(self) -> None:
+        for f in ("ranks", "rank_images", "chunks", "chunk_images"):
+            object.__setattr__(self, f, _ro(getattr(self, f), np.int64))
+        if len(self.ranks) != len(self.rank_images) or \
+                len(self.chunks) != len(self.chunk_images):
+            raise ScheduleError("malformed symmetry: a map's domain and images differ in "
+                                "length", kind="malformed")
 
 
 def _ro(a: np.ndarray, dtype) -> np.ndarray:
@@ -105,6 +139,9 @@ class Schedule:
     path_nodes: np.ndarray | None = None
     name: str = ""
     meta: Mapping[str, str] = field(default_factory=dict)
+    #: Symmetries the synthesizer claims (:class:`Symmetry`); checked by the verifier,
+    #: which then runs one chunk of each orbit; not part of the fingerprint.
+    symmetries: tuple[Symmetry, ...] = ()
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -118,6 +155,7 @@ class Schedule:
             set_(self, "path_ptr", _ro(self.path_ptr, np.int64))
             set_(self, "path_nodes", _ro(self.path_nodes, np.int32))
         set_(self, "meta", dict(self.meta))
+        set_(self, "symmetries", tuple(self.symmetries))
         self._check_shape()
 
     def _check_shape(self) -> None:
@@ -358,8 +396,10 @@ class ScheduleBuilder:
         self._steps.append([("bulk", src, dst, None, ids, ops, None, S, n)])
         return self
 
-    def build(self, *, name: str = "", meta: Mapping[str, str] | None = None) -> Schedule:
-        """Return the :class:`Schedule` built so far."""
+    def build(self, *, name: str = "", meta: Mapping[str, str] | None = None,
+              symmetries: Sequence[Symmetry] = ()) -> Schedule:
+        """Return the :class:`Schedule` built so far (``symmetries``: what the caller
+        claims, see :class:`Symmetry`)."""
         srcs, dsts, ops, counts, ids, pcounts, pnodes = [], [], [], [], [], [], []
         step_sizes = []
         single = True
@@ -433,4 +473,4 @@ class ScheduleBuilder:
                                      count=int(pc.sum()))
         return Schedule(self.collective, step_ptr, cat(srcs, np.int32), cat(dsts, np.int32),
                         cat(ops, np.int8), chunk_ptr, cat(ids, np.int32), path_ptr, path_nodes,
-                        name=name, meta=dict(meta or {}))
+                        name=name, meta=dict(meta or {}), symmetries=tuple(symmetries))

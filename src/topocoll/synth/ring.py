@@ -15,7 +15,7 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import NotSupportedError
-from ..schedule import Op, Schedule, ScheduleBuilder
+from ..schedule import Op, Schedule, ScheduleBuilder, Symmetry
 from ..topology import Topology
 from ._common import block_index, gather_parts, resolve_group, resolve_order
 
@@ -25,7 +25,8 @@ __all__ = ["ring_allgather", "ring_reduce_scatter", "ring_allreduce",
 
 
 def ring_passes(b: ScheduleBuilder, rings: Sequence[tuple[np.ndarray, np.ndarray, int]], *,
-                phases: Sequence[bool], directions: Sequence[int], scale: int) -> None:
+                phases: Sequence[bool], directions: Sequence[int], scale: int
+                ) -> list[Symmetry]:
     """Append ring passes (one per entry of ``phases``: True = reduce-scatter) of ``p - 1``
     steps each, for several rings over the same ``p`` ranks at once.
 
@@ -39,10 +40,14 @@ def ring_passes(b: ScheduleBuilder, rings: Sequence[tuple[np.ndarray, np.ndarray
     step holds every ring's transfers, ring by ring and direction by direction. All
     passes are written into one set of arrays (no copies: at 4096 ranks an allreduce has
     33.5 million transfers, the four Hamiltonian rings of a 64x64 torus 134 million).
+
+    Returns each ring's rotation as a :class:`~topocoll.schedule.Symmetry` (position
+    ``i`` to ``i + 1``, and with it the chunks of block ``blk[i]`` to those of
+    ``blk[i + 1]``): a schedule made of these passes alone may claim them.
     """
     p = len(rings[0][0]) if rings else 0
     if p < 2:
-        return
+        return []
     nd, S = len(directions), p - 1
     width = nd * p
     pos = np.arange(p)
@@ -68,6 +73,13 @@ def ring_passes(b: ScheduleBuilder, rings: Sequence[tuple[np.ndarray, np.ndarray
                     row = chunks[k * S + s, lo:lo + p]
                     row[r:], row[:r] = val[: p - r], val[p - r:]
     b.add_steps(src, dst, chunks, op)
+    out = []
+    for order, blk, offset in rings:
+        ids = np.asarray(blk, dtype=np.int64) * scale + offset
+        out.append(Symmetry(order, np.roll(order, -1),
+                            np.concatenate([ids + h for h in range(nd)]),
+                            np.concatenate([np.roll(ids, -1) + h for h in range(nd)])))
+    return out
 
 
 def _ring(topology, ranks, order, kind, directions, name) -> Schedule:
@@ -79,8 +91,8 @@ def _ring(topology, ranks, order, kind, directions, name) -> Schedule:
     phases = gather_parts(kind)
     coll = Collective(kind, group, len(group) * split if kind == "allreduce" else split)
     b = ScheduleBuilder(coll)
-    ring_passes(b, [(o, blk, 0)], phases=phases, directions=directions, scale=split)
-    return b.build(name=name, meta=meta)
+    sym = ring_passes(b, [(o, blk, 0)], phases=phases, directions=directions, scale=split)
+    return b.build(name=name, meta=meta, symmetries=sym)
 
 
 def ring_allgather(topology: Topology, *, ranks: Sequence[int] | None = None,

@@ -357,8 +357,8 @@ def _hamiltonian(topology: Topology, ranks, kind: str) -> Schedule:
     rings = [(np.asarray(cyc, dtype=np.int64), block_index(group, np.asarray(cyc)), 2 * i)
              for i, cyc in enumerate(hamiltonian_cycles(topology))]
     b = ScheduleBuilder(coll)
-    ring_passes(b, rings, phases=gather_parts(kind), directions=(1, -1), scale=4)
-    return b.build(name="hamiltonian_rings", meta={"rings": "4"})
+    sym = ring_passes(b, rings, phases=gather_parts(kind), directions=(1, -1), scale=4)
+    return b.build(name="hamiltonian_rings", meta={"rings": "4"}, symmetries=sym)
 
 
 def hamiltonian_rings_allreduce(topology: Topology, *,

@@ -33,7 +33,9 @@ class VerificationReport:
         The set representation used.
     error_probability : float
         Upper bound on the probability that a schedule with a wrong final result was
-        accepted: 0 for 'exact'; ``cells / (2**31 - 1)**2`` for 'fingerprint'.
+        accepted: 0 for 'exact'; ``cells / (2**31 - 1)**2`` for 'fingerprint', plus the
+        bound of the symmetry claims' check where they were used
+        (:func:`~topocoll.verification.semantics.orbit_representatives`).
     checked_cells : int
         Number of final (rank, chunk) cells compared with the postcondition.
     """
@@ -129,7 +131,7 @@ def verify(schedule: Schedule, topology: Topology | None = None, *, collect: boo
     exact_bytes = num_ranks * coll.num_chunks * 8 * (1 + max(1, (coll.num_ranks + 63) // 64))
     use_exact = method == "exact" or (method == "auto" and exact_bytes <= EXACT_STATE_LIMIT)
     cells = execute(schedule, num_ranks, use_exact, out, seed, stop_early=not collect)
-    prob = 0.0 if use_exact else cells / float(MERSENNE31) ** 2
+    prob = 0.0 if use_exact else cells / float(MERSENNE31) ** 2 + out.error_bound
     rep = _report(out, "exact" if use_exact else "fingerprint", prob, cells)
     if not collect:
         rep.raise_first()

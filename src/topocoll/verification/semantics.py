@@ -47,11 +47,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import get_num_threads, njit, prange
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from ..collective import Collective
 from ..schedule import Schedule
 
-__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "Collector", "set_ranges"]
+__all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "MERSENNE61", "Collector",
+           "set_ranges", "orbit_representatives", "SYMMETRY_MIN_ENTRIES", "POINTS"]
 
 VIOLATION_KINDS = (
     "bad_rank", "self_transfer", "bad_chunk", "no_route", "not_held", "double_count",
@@ -82,6 +85,10 @@ class Collector:
         self.limit = limit
         self.items: list[Violation] = []
         self.total = 0
+        #: Added to the report's error bound (a checked symmetry claim, see ``execute``).
+        self.error_bound = 0.0
+        #: Chunks run when the symmetries did the rest (None: every chunk ran).
+        self.orbit_chunks: int | None = None
 
     def add(self, v: Violation) -> None:
         self.total += 1
@@ -250,10 +257,12 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
 
 @njit(cache=True)
 def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, chunks, state,
-                            pre_size, is_reduction, rec, limit, stop, maxe, c0, C):
-    """:func:`_steps_part` for fingerprint cells and the chunks ``lo <= c < hi`` of the
-    collective's ``C``; ``state`` holds chunks from ``c0`` on (a block of them, see
-    :data:`STATE_BYTES`). Transfer-level checks are recorded where ``report`` is set.
+                            pre_size, is_reduction, rec, limit, stop, maxe, slot, C):
+    """:func:`_steps_part` for fingerprint cells and the chunks in rows ``lo <= r < hi``
+    of ``state``, of the collective's ``C``: chunk ``c`` is row ``slot[c]`` (a block of
+    consecutive chunks, see :data:`STATE_BYTES`, or one chunk per orbit of the
+    schedule's symmetries; rows outside ``state`` are skipped). Transfer-level checks
+    are recorded where ``report`` is set.
 
     The same checks, in the same order, with the three lanes written out: a gathered cell
     whose count lane is 0 is one not to apply (not held, a bad transfer, or no source),
@@ -280,15 +289,16 @@ def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, c
                     if report and not tbad:
                         n, total = _rec(rec, n, total, limit, 2, t, c, -1)
                     continue
-                if c < lo or c >= hi:
+                row = slot[c]
+                if row < lo or row >= hi:
                     continue
                 k = e - base
                 if tbad:
                     buf[k, 2] = 0
                     continue
-                buf[k, 0] = state[c - c0, u, 0]
-                buf[k, 1] = state[c - c0, u, 1]
-                buf[k, 2] = state[c - c0, u, 2]
+                buf[k, 0] = state[row, u, 0]
+                buf[k, 1] = state[row, u, 1]
+                buf[k, 2] = state[row, u, 2]
                 if buf[k, 2] == 0:
                     n, total = _rec(rec, n, total, limit, 4, t, c, u)
         # phase 2: apply every write
@@ -299,29 +309,32 @@ def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, c
             red = op[t] == 1
             for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
                 c = chunks[e]
-                if c < lo or c >= hi:
+                if c < 0 or c >= C:
+                    continue
+                row = slot[c]
+                if row < lo or row >= hi:
                     continue
                 k = e - base
                 if buf[k, 2] == 0:
                     continue
-                tag = np.int64(state[c - c0, v, 3])
+                tag = np.int64(state[row, v, 3])
                 if tag >= s1:  # already written in this step
                     if tag == s2 or not red:
                         n, total = _rec(rec, n, total, limit, 6, t, c, v)
-                        state[c - c0, v, 3] = s2
+                        state[row, v, 3] = s2
                         continue
                 else:
-                    state[c - c0, v, 3] = s1 if red else s2
+                    state[row, v, 3] = s1 if red else s2
                 if not red:
-                    state[c - c0, v, 0] = buf[k, 0]
-                    state[c - c0, v, 1] = buf[k, 1]
-                    state[c - c0, v, 2] = buf[k, 2]
+                    state[row, v, 0] = buf[k, 0]
+                    state[row, v, 1] = buf[k, 1]
+                    state[row, v, 2] = buf[k, 2]
                 else:
                     for w in range(2):  # both lanes < P, so one conditional subtraction
-                        x = np.int64(state[c - c0, v, w]) + np.int64(buf[k, w])
-                        state[c - c0, v, w] = x - P if x >= P else x
-                    x = min(np.int64(state[c - c0, v, 2]) + np.int64(buf[k, 2]), P)
-                    state[c - c0, v, 2] = x
+                        x = np.int64(state[row, v, w]) + np.int64(buf[k, w])
+                        state[row, v, w] = x - P if x >= P else x
+                    x = min(np.int64(state[row, v, 2]) + np.int64(buf[k, 2]), P)
+                    state[row, v, 2] = x
                     if x > np.int64(pre_size[c]):
                         n, total = _rec(rec, n, total, limit, 5, t, c, -1)
         if stop and n >= limit:
@@ -340,9 +353,10 @@ def _largest_step(step_ptr, chunk_ptr):
 
 @njit(cache=True, parallel=True)
 def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
-           is_reduction, rec, limit, stop, c0, C, first):
-    """Every step for the chunks ``c0 .. c0 + len(state)`` (all ``C`` in exact mode), one
-    chunk partition per thread; transfer-level checks recorded in the ``first`` block."""
+           is_reduction, rec, limit, stop, slot, C, first):
+    """Every step for the chunks with a row of ``state`` (``slot``; all ``C`` in exact
+    mode), one partition of the rows per thread; transfer-level checks recorded in the
+    ``first`` block."""
     nparts = rec.shape[0]
     nc = state.shape[0]
     maxe = _largest_step(step_ptr, chunk_ptr)
@@ -353,19 +367,21 @@ def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, me
                                    state, exact, pre_size, members, is_reduction, rec[part],
                                    limit, stop, maxe)
         else:
-            n, total = _steps_fingerprint_part(c0 + nc * part // nparts,
-                                               c0 + nc * (part + 1) // nparts,
+            n, total = _steps_fingerprint_part(nc * part // nparts,
+                                               nc * (part + 1) // nparts,
                                                first and part == 0, step_ptr, src, dst, op,
                                                chunk_ptr, chunks, state, pre_size,
                                                is_reduction, rec[part], limit, stop, maxe,
-                                               c0, C)
+                                               slot, C)
         counts[part, 0] = n
         counts[part, 1] = total
     return counts
 
 
 @njit(cache=True)
-def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop, c0):
+def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop, rows):
+    """Compare every row's final cells with the postcondition (row ``c`` is chunk
+    ``rows[c]``)."""
     n = 0
     total = 0
     W = target.shape[1]
@@ -396,7 +412,7 @@ def _final(state, target, post_lo, post_hi, post_idx, exact, rec, limit, stop, c
                 kind = 9 if missing else 10
             else:
                 kind = 9 if state[c, r, 2] < target[c, 2] else 10
-            n, total = _rec(rec, n, total, limit, kind, -1, c + c0, r)
+            n, total = _rec(rec, n, total, limit, kind, -1, rows[c], r)
             if stop and n >= limit:
                 return n, total, cells
     return n, total, cells
@@ -429,6 +445,33 @@ def set_ranges(coll: Collective, pre: bool) -> tuple[np.ndarray, np.ndarray, np.
     return s.indptr[:-1], s.indptr[1:], s.indices
 
 
+def _run_rows(s: Schedule, num_ranks: int, exact: bool, rows: np.ndarray, first: bool,
+              limit: int, out_limit: int, stop_early: bool, ctx: dict):
+    """One pass of the kernels over every transfer for the chunks ``rows`` (one row of the
+    state each): ``(step records, step total, final records, final total, cells, state,
+    target)``."""
+    coll = s.collective
+    C = coll.num_chunks
+    W, dtype, pad = ctx["W"], ctx["dtype"], ctx["pad"]
+    pre, post = ctx["pre"], ctx["post"]
+    state = np.zeros((len(rows), num_ranks + pad, W + 1), dtype=dtype)[:, :num_ranks, :]
+    target = np.zeros((len(rows), W), dtype=dtype)
+    _init(state, target, pre[0][rows], pre[1][rows], pre[2], ctx["bitpos"], ctx["h"], exact)
+    slot = np.full(C, -1, dtype=np.int64)
+    slot[rows] = np.arange(len(rows))
+    # one partition of the chunks per thread; a few thousand chunks at least per part
+    nparts = max(1, min(get_num_threads(), len(rows) // 2048))
+    rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
+    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
+                    ctx["pre_size"], ctx["members"], coll.is_reduction, rec, limit, stop_early,
+                    slot, C, first)
+    steps = [rec[i, :counts[i, 0]] for i in range(nparts)]
+    frec = np.zeros((max(out_limit, 1), 4), dtype=np.int64)
+    n, total, k = _final(state, target, post[0][rows], post[1][rows], post[2], exact,
+                         frec, out_limit, stop_early, rows)
+    return steps, int(counts[:, 1].sum()), frec[:n], total, int(k), state, target
+
+
 def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, seed: int = 0,
             stop_early: bool = False) -> int:
     """Run the symbolic execution; add violations to ``out``; return checked final cells.
@@ -437,6 +480,12 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
     most :data:`STATE_BYTES` (chunks never interact, so blocks run one after another, each
     pass over the transfers skipping the chunks of other blocks); the violations are the
     same as with one state for all chunks, in the same order.
+
+    A large schedule whose symmetries (:class:`~topocoll.schedule.Symmetry`) hold is
+    first run for one chunk of each orbit (:func:`orbit_representatives`); when that run
+    finds nothing, the other chunks are correct too and the direct run is skipped
+    (``out.orbit_chunks`` says how many chunks ran). Otherwise every chunk runs as
+    above, so a failing schedule's report is the same either way.
     """
     s = schedule
     coll = s.collective
@@ -453,36 +502,37 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
     cell = (W + 1) * np.dtype(dtype).itemsize
     pad = max(1, 64 // cell)
     per_chunk = (num_ranks + pad) * cell
+    pre, post = set_ranges(coll, pre=True), set_ranges(coll, pre=False)
+    ctx = {"W": W, "dtype": dtype, "pad": pad, "pre": pre, "post": post, "bitpos": bitpos,
+           "h": h, "members": members, "pre_size": (pre[1] - pre[0]).astype(dtype)}
+    if not exact and s.symmetries and len(s.chunks) >= SYMMETRY_MIN_ENTRIES:
+        found = orbit_representatives(s, num_ranks, seed)
+        sub = None if found is None else _entries_of(s, num_ranks, found[0])
+        if sub is not None:
+            reps, err = found
+            _, step_total, _, final_total, _, _, _ = _run_rows(
+                sub, num_ranks, exact, reps, True, 1, 1, True, ctx)
+            if step_total == 0 and final_total == 0:
+                out.error_bound += err
+                out.orbit_chunks = len(reps)
+                return int((post[1] - post[0]).sum())
     block = C
     if not exact and C * per_chunk > STATE_BYTES:    # equal blocks, each within the budget
         most = max(1, STATE_BYTES // per_chunk)
         block = -(-C // -(-C // most))
-    pre, post = set_ranges(coll, pre=True), set_ranges(coll, pre=False)
-    pre_size = (pre[1] - pre[0]).astype(dtype)
     limit = out.limit - len(out.items)
     step_rows, step_total = [], 0
     finals, final_total, cells = [], 0, 0
     for c0 in range(0, max(C, 1), block):
-        c1 = min(C, c0 + block)
-        state = np.zeros((c1 - c0, num_ranks + pad, W + 1), dtype=dtype)[:, :num_ranks, :]
-        target = np.zeros((c1 - c0, W), dtype=dtype)
-        _init(state, target, pre[0][c0:c1], pre[1][c0:c1], pre[2], bitpos, h, exact)
-        # one partition of the chunks per thread; a few thousand chunks at least per part
-        nparts = max(1, min(get_num_threads(), (c1 - c0) // 2048))
-        rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
-        counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
-                        pre_size, members, coll.is_reduction, rec, limit, stop_early, c0, C,
-                        c0 == 0)
-        step_rows += [rec[i, :counts[i, 0]] for i in range(nparts)]
-        step_total += int(counts[:, 1].sum())
+        rows = np.arange(c0, min(C, c0 + block), dtype=np.int64)
+        recs, total, frec, ftotal, k, state, target = _run_rows(
+            s, num_ranks, exact, rows, c0 == 0, limit, out.limit, stop_early, ctx)
+        step_rows += recs
+        step_total += total
         # the final check of this block's chunks, kept until every block's steps are in
-        frec = np.zeros((max(out.limit, 1), 4), dtype=np.int64)
-        n, total, k = _final(state, target, post[0][c0:c1], post[1][c0:c1], post[2], exact,
-                             frec, out.limit, stop_early, c0)
-        finals += [_final_violation(row, state, target, members, exact, c0)
-                   for row in frec[:n]]
-        final_total += total
-        cells += int(k)
+        finals += [_final_violation(row, state, target, members, exact, c0) for row in frec]
+        final_total += ftotal
+        cells += k
         del state, target
     rows = np.concatenate(step_rows)
     rows = rows[np.lexsort((rows[:, 2], rows[:, 1]))]   # schedule order: transfer, then chunk
@@ -496,6 +546,186 @@ def execute(schedule: Schedule, num_ranks: int, exact: bool, out: Collector, see
         out.add(v)
     out.total += final_total - min(len(finals), limit)
     return int(cells)
+
+
+# ----------------------------------------------------------------------- symmetries
+def _entries_of(s: Schedule, num_ranks: int, chunks: np.ndarray) -> Schedule | None:
+    """The schedule cut down to the entries of ``chunks`` (the same steps, transfers that
+    carry none of them left out); None when a transfer-level check of the whole schedule
+    fails (a bad endpoint or chunk, a self-transfer, a REDUCE in a copy collective: the
+    direct run reports those)."""
+    coll = s.collective
+    C = coll.num_chunks
+    src, dst, ch = s.src, s.dst, s.chunks
+    if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_ranks
+                     or (src == dst).any()):
+        return None
+    if len(ch) and (ch.min() < 0 or ch.max() >= C):
+        return None
+    if not coll.is_reduction and (s.op == 1).any():
+        return None
+    want = np.zeros(C, dtype=bool)
+    want[chunks] = True
+    e = np.flatnonzero(want[ch])
+    t = np.searchsorted(s.chunk_ptr, e, side="right") - 1
+    keep, per = np.unique(t, return_counts=True)
+    steps = np.searchsorted(s.step_ptr, keep, side="right") - 1
+    step_ptr = np.zeros(s.num_steps + 1, dtype=np.int64)
+    np.cumsum(np.bincount(steps, minlength=s.num_steps), out=step_ptr[1:])
+    chunk_ptr = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(per, out=chunk_ptr[1:])
+    return Schedule(coll, step_ptr, src[keep], dst[keep], s.op[keep], chunk_ptr, ch[e])
+
+
+#: Schedules of at least this many (transfer, chunk) entries are verified one chunk per
+#: orbit of their claimed symmetries; smaller ones run every chunk (as fast).
+SYMMETRY_MIN_ENTRIES = 1 << 22
+#: The prime of the claims' check (:func:`orbit_representatives`) and how many random
+#: points it compares the products at.
+MERSENNE61 = (1 << 61) - 1
+POINTS = 2
+
+
+@njit(cache=True, inline="always")
+def _mulmod61(a, b):
+    """``a * b mod 2**61 - 1`` for ``0 <= a, b < 2**61`` in 64-bit integers."""
+    P = np.int64(MERSENNE61)
+    m31 = np.int64((1 << 31) - 1)
+    a0, a1 = a & m31, a >> 31
+    b0, b1 = b & m31, b >> 31
+    lo = a0 * b0                        # < 2**62
+    mid = a0 * b1 + a1 * b0             # < 2**62
+    hi = a1 * b1                        # < 2**60; 2**62 = 2 and 2**61 = 1 modulo P
+    r = (hi << 1) + (mid >> 30) + ((mid & ((1 << 30) - 1)) << 31) + (lo >> 61) + (lo & P)
+    r = (r & P) + (r >> 61)
+    r = (r & P) + (r >> 61)
+    return r - P if r >= P else r
+
+
+@njit(cache=True, parallel=True)
+def _claim_products(step_ptr, src, dst, op, chunk_ptr, chunks, sig, pi, z, N, C, nparts):
+    """For claim ``d`` and point ``z[j]``: the products of ``z - key(e)`` and of ``z -
+    key(image of e)`` over the entries ``e`` of the claim's chunks, modulo ``2**61 - 1``
+    (per part of the steps), and the number of those entries. ``pi[c, d]``: claim
+    ``d``'s image of chunk ``c`` (-1: not one of its chunks)."""
+    P = np.int64(MERSENNE61)
+    D, Z = sig.shape[0], z.shape[0]
+    S = len(step_ptr) - 1
+    prod = np.ones((nparts, D, Z, 2), np.int64)
+    count = np.zeros((nparts, D), np.int64)
+    for part in prange(nparts):
+        acc = np.ones((D, Z, 2), np.int64)      # per thread: parts sharing a cache line
+        cnt = np.zeros(D, np.int64)             # made two threads 4x slower than one
+        for s in range(S * part // nparts, S * (part + 1) // nparts):
+            for t in range(step_ptr[s], step_ptr[s + 1]):
+                u, v, o = np.int64(src[t]), np.int64(dst[t]), np.int64(op[t])
+                if u < 0 or u >= N or v < 0 or v >= N:
+                    continue            # the direct run of the representatives reports it
+                for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                    c = np.int64(chunks[e])
+                    if c < 0 or c >= C:
+                        continue
+                    for d in range(D):
+                        pc = np.int64(pi[c, d])
+                        if pc < 0:
+                            continue
+                        cnt[d] += 1
+                        k1 = (((s * N + u) * N + v) * 2 + o) * C + c
+                        k2 = (((s * N + sig[d, u]) * N + sig[d, v]) * 2 + o) * C + pc
+                        for j in range(Z):
+                            x1 = z[j] - k1
+                            x2 = z[j] - k2
+                            acc[d, j, 0] = _mulmod61(acc[d, j, 0], x1 + P if x1 < 0 else x1)
+                            acc[d, j, 1] = _mulmod61(acc[d, j, 1], x2 + P if x2 < 0 else x2)
+        prod[part] = acc
+        count[part] = cnt
+    return prod, count
+
+
+def _sets_follow(ranges, every: bool, sig: np.ndarray, chunks: np.ndarray,
+                 images: np.ndarray) -> bool:
+    """``set(images[k]) == sig(set(chunks[k]))`` for every ``k``."""
+    lo, hi, idx = ranges
+    if every:                                  # every chunk's set is all the members
+        return bool(np.array_equal(np.sort(sig[idx]), np.sort(idx)))
+    size = hi - lo
+    if not np.array_equal(size[chunks], size[images]):
+        return False
+
+    def gather(cs):
+        n = size[cs]
+        seg = np.repeat(np.arange(len(cs)), n)
+        pos = np.repeat(lo[cs] - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        return seg, idx[pos]
+
+    seg, a = gather(chunks)
+    _, b = gather(images)
+    a = sig[a]
+    return bool(np.array_equal(a[np.lexsort((a, seg))], b[np.lexsort((b, seg))]))
+
+
+def orbit_representatives(s: Schedule, num_ranks: int, seed: int = 0
+                          ) -> tuple[np.ndarray, float] | None:
+    """The least chunk of each orbit of the schedule's claimed symmetries, and the
+    probability that a claim that does not hold passed the check; None when a claim does
+    not hold, cannot be checked, or leaves more than a quarter of the chunks to run.
+
+    What is checked, per claim ``(sigma, pi)`` on chunks ``K``: both maps are
+    permutations; the collective maps onto itself (``pre(pi c) = sigma(pre c)`` and the
+    same for ``post``); and the multiset of entries ``(step, src, dst, op, c)`` with ``c``
+    in ``K`` equals its image ``(step, sigma src, sigma dst, op, pi c)``. The last is a
+    polynomial identity test: each entry packed into one integer ``key < p = 2**61 - 1``,
+    the products of ``z - key`` over both multisets compared at :data:`POINTS` (2)
+    random points ``z``; two different multisets of ``m`` entries agree at one point
+    with probability at most ``m / p`` (a nonzero polynomial of degree ``m`` has at most
+    ``m`` roots), at two with at most ``(m / p)**2``: under ``2**-60`` for ``m`` up to
+    ``2**30``. The bound is added to the report's error probability.
+
+    Why it suffices: chunks never interact, and a step's semantics do not depend on the
+    order of its entries, so when the entries of ``K`` are invariant, chunk ``pi c``
+    goes through exactly the renamed states of chunk ``c``, from renamed preconditions;
+    if ``c`` ends correct, so does ``pi c``, and so every chunk of an orbit whose least
+    chunk does.
+    """
+    coll = s.collective
+    C, N, S = coll.num_chunks, num_ranks, s.num_steps
+    if not s.symmetries or S * N * N * 2 * C >= MERSENNE61:
+        return None
+    D = len(s.symmetries)
+    sig = np.tile(np.arange(N, dtype=np.int64), (D, 1))
+    pi = np.full((D, C), -1, dtype=np.int64)
+    pre, post = set_ranges(coll, pre=True), set_ranges(coll, pre=False)
+    every = coll.every_member(True), coll.every_member(False)
+    for d, y in enumerate(s.symmetries):
+        for dom, img, n in ((y.ranks, y.rank_images, N), (y.chunks, y.chunk_images, C)):
+            if len(dom) and (min(dom.min(), img.min()) < 0 or max(dom.max(), img.max()) >= n):
+                return None
+            if len(np.unique(dom)) != len(dom) or \
+                    not np.array_equal(np.sort(dom), np.sort(img)):
+                return None
+        sig[d, y.ranks] = y.rank_images
+        pi[d, y.chunks] = y.chunk_images
+        if not (_sets_follow(pre, every[0], sig[d], y.chunks, y.chunk_images)
+                and _sets_follow(post, every[1], sig[d], y.chunks, y.chunk_images)):
+            return None
+    edges = pi >= 0
+    rows = np.nonzero(edges)[1]
+    graph = coo_matrix((np.ones(len(rows), np.int8), (rows, pi[edges])), shape=(C, C))
+    _, labels = connected_components(graph, directed=True, connection="weak")
+    reps = np.sort(np.unique(labels, return_index=True)[1]).astype(np.int64)
+    if 4 * len(reps) > C:
+        return None
+    z = np.random.default_rng([seed, 61]).integers(0, MERSENNE61, size=POINTS, dtype=np.int64)
+    nparts = max(1, min(get_num_threads(), S))
+    prod, count = _claim_products(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, sig,
+                                  np.ascontiguousarray(pi.T, dtype=np.int32), z, N, C, nparts)
+    total = prod[0].astype(object)
+    for part in range(1, nparts):
+        total = total * prod[part].astype(object) % MERSENNE61
+    if (total[..., 0] != total[..., 1]).any():
+        return None
+    m = count.sum(axis=0)
+    return reps, float(sum((int(x) / MERSENNE61) ** POINTS for x in m))
 
 
 def _violation(s: Schedule, row, exact: bool) -> Violation:

@@ -1,0 +1,170 @@
+"""Verification by symmetry: a schedule whose claimed symmetries hold is run for one chunk
+per orbit, and its report is the one the direct run gives.
+
+``execute`` takes that path for schedules of at least ``SYMMETRY_MIN_ENTRIES`` entries;
+the tests lower the threshold to 0 so that small schedules take it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topocoll.schedule import Schedule, Symmetry
+from topocoll.synth import (
+    bidirectional_ring_allgather,
+    bidirectional_ring_allreduce,
+    hamiltonian_rings_allreduce,
+    ring_allgather,
+    ring_allreduce,
+    ring_reduce_scatter,
+)
+from topocoll.topology import ring, torus
+from topocoll.verification import semantics as sem
+from topocoll.verification import verify
+
+SCHEDULES = {
+    "ring-allreduce-7": lambda: ring_allreduce(ring(7)),
+    "ring-allgather-6": lambda: ring_allgather(ring(6)),
+    "ring-reduce_scatter-5": lambda: ring_reduce_scatter(ring(5)),
+    "ring-subgroup": lambda: ring_allreduce(ring(8), ranks=[1, 3, 4, 6], order=[6, 1, 4, 3]),
+    "bidirectional-allreduce-3x3": lambda: bidirectional_ring_allreduce(torus((3, 3))),
+    "bidirectional-allgather-8": lambda: bidirectional_ring_allgather(ring(8)),
+    "hamiltonian-4x4": lambda: hamiltonian_rings_allreduce(torus((4, 4))),
+    "hamiltonian-4x8": lambda: hamiltonian_rings_allreduce(torus((4, 8))),
+}
+
+
+def run(s: Schedule, symmetric: bool, monkeypatch) -> tuple:
+    monkeypatch.setattr(sem, "SYMMETRY_MIN_ENTRIES", 0 if symmetric else 1 << 62)
+    out = sem.Collector(1000)
+    num_ranks = int(max(s.participants().max(), max(s.collective.ranks))) + 1
+    cells = sem.execute(s, num_ranks, False, out)
+    return (out.total, [(v.kind, v.step, v.transfer, v.rank, v.chunk) for v in out.items],
+            cells), out
+
+
+def corrupted(s: Schedule, rng: np.random.Generator) -> Schedule:
+    """One random edit: an endpoint, an operation or a chunk id (in range, so that only
+    the symmetric structure can give it away), or one transfer dropped from its step."""
+    cols = {k: np.array(getattr(s, k)) for k in ("src", "dst", "op", "chunks")}
+    what = rng.choice(["src", "dst", "op", "chunks", "drop"])
+    if what == "drop":
+        t = int(rng.integers(s.num_transfers))
+        keep = np.ones(s.num_transfers, dtype=bool)
+        keep[t] = False
+        step = s.step_of(t)
+        step_ptr = s.step_ptr.copy()
+        step_ptr[step + 1:] -= 1
+        counts = np.diff(s.chunk_ptr)[keep]
+        entries = np.repeat(keep, np.diff(s.chunk_ptr))
+        return Schedule(s.collective, step_ptr, cols["src"][keep], cols["dst"][keep],
+                        cols["op"][keep], np.concatenate([[0], np.cumsum(counts)]),
+                        cols["chunks"][entries], symmetries=s.symmetries)
+    i = int(rng.integers(len(cols[what])))
+    hi = {"src": max(s.collective.ranks) + 1, "dst": max(s.collective.ranks) + 1, "op": 2,
+          "chunks": s.collective.num_chunks}[what]
+    cols[what][i] = (cols[what][i] + 1 + int(rng.integers(hi - 1))) % hi
+    return Schedule(s.collective, s.step_ptr, cols["src"], cols["dst"], cols["op"],
+                    s.chunk_ptr, cols["chunks"], symmetries=s.symmetries)
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_claims_hold_and_one_chunk_per_orbit_runs(name, monkeypatch):
+    s = SCHEDULES[name]()
+    assert s.symmetries
+    num_ranks = int(s.participants().max()) + 1
+    reps, err = sem.orbit_representatives(s, num_ranks)
+    # every ring is one orbit per direction: a handful of chunks stands for all of them
+    assert len(reps) == sum(len(y.chunks) for y in s.symmetries) // len(s.collective.ranks)
+    assert 0 < err < 1e-25
+    symmetric, out = run(s, True, monkeypatch)
+    assert out.orbit_chunks == len(reps)
+    assert symmetric == run(s, False, monkeypatch)[0]
+    assert symmetric[0] == 0
+
+
+@pytest.mark.parametrize("name", ["ring-allreduce-7", "ring-subgroup",
+                                  "bidirectional-allreduce-3x3", "hamiltonian-4x4"])
+def test_corrupted_schedules_get_the_direct_report(name, monkeypatch):
+    """40 corrupted copies: the symmetric path gives exactly the direct run's report
+    (violations, their order, totals, cells); every corruption that breaks the schedule is
+    caught, including those in chunks the symmetric path does not run."""
+    s = SCHEDULES[name]()
+    rng = np.random.default_rng(11)
+    broken = 0
+    for _ in range(40):
+        c = corrupted(s, rng)
+        direct, _ = run(c, False, monkeypatch)
+        symmetric, out = run(c, True, monkeypatch)
+        assert symmetric == direct
+        if direct[0]:
+            broken += 1
+            assert out.orbit_chunks is None        # the direct run made the report
+    assert broken >= 30
+
+
+def test_the_claims_check_is_what_catches_a_broken_orbit(monkeypatch):
+    """A schedule broken only in a chunk that is not its orbit's representative: the
+    check of the claims rejects them; with that check disabled the symmetric path would
+    accept the schedule (so the test above can fail)."""
+    s = ring_allreduce(ring(7))
+    cols = {k: np.array(getattr(s, k)) for k in ("src", "dst", "op", "chunks")}
+    # the last delivery of chunk 3 carries chunk 4 (which its destination already holds)
+    # instead: one rank ends without chunk 3; the orbit's least chunk, 0, is untouched
+    t = int(np.flatnonzero(cols["chunks"] == 3)[-1])
+    cols["chunks"][t] = 4
+    bad = Schedule(s.collective, s.step_ptr, cols["src"], cols["dst"], cols["op"], s.chunk_ptr,
+                   cols["chunks"], symmetries=s.symmetries)
+    monkeypatch.setattr(sem, "SYMMETRY_MIN_ENTRIES", 0)
+    assert sem.orbit_representatives(bad, 7) is None
+    assert not verify(bad, ring(7), method="fingerprint", collect=True).ok
+
+    real = sem._claim_products
+
+    def blind(*args):
+        prod, count = real(*args)
+        prod[..., 1] = prod[..., 0]
+        return prod, count
+
+    monkeypatch.setattr(sem, "_claim_products", blind)
+    assert verify(bad, ring(7), method="fingerprint", collect=True).ok
+
+
+def test_wrong_claims_cost_only_the_check(monkeypatch):
+    s = ring_allreduce(ring(6))
+    r = np.arange(6)
+    wrong = [
+        Symmetry(r, np.roll(r, -2), r, np.roll(r, -1)),           # ranks and chunks disagree
+        Symmetry(r, np.roll(r, -1), r[:3], r[[1, 2, 0]]),         # chunks: a wrong cycle
+        Symmetry(r, np.roll(r, -1), np.arange(7), np.roll(np.arange(7), -1)),  # no chunk 6
+        Symmetry(r, np.zeros(6, np.int64), r, np.roll(r, -1)),    # not a permutation
+    ]
+    for claim in wrong:
+        c = s.replace(symmetries=(claim,))
+        assert sem.orbit_representatives(c, 6) is None
+        report, out = run(c, True, monkeypatch)
+        assert out.orbit_chunks is None and report[0] == 0
+
+
+def test_allgather_claims_must_carry_each_chunk_to_its_owners_image(monkeypatch):
+    """In an allgather chunk ``c`` starts at its owner only, so a rotation of the ranks
+    must move chunks the same way: the ring's own claim does, a claim that rotates the
+    chunks the other way does not."""
+    s = ring_allgather(ring(5))
+    (y,) = s.symmetries
+    assert sem.orbit_representatives(s, 5) is not None
+    flipped = Symmetry(y.ranks, y.rank_images, y.chunk_images, y.chunks)
+    assert sem.orbit_representatives(s.replace(symmetries=(flipped,)), 5) is None
+
+
+def test_the_bound_of_the_check_is_in_the_report(monkeypatch):
+    s = ring_allreduce(ring(9))
+    monkeypatch.setattr(sem, "SYMMETRY_MIN_ENTRIES", 0)
+    with_claims = verify(s, ring(9), method="fingerprint", collect=True)
+    monkeypatch.setattr(sem, "SYMMETRY_MIN_ENTRIES", 1 << 62)
+    direct = verify(s, ring(9), method="fingerprint", collect=True)
+    m = len(s.chunks)
+    assert with_claims.checked_cells == direct.checked_cells
+    assert with_claims.error_probability == pytest.approx(
+        direct.error_probability + (m / sem.MERSENNE61) ** sem.POINTS, rel=1e-12)
