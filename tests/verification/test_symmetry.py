@@ -14,24 +14,36 @@ from topocoll.schedule import Schedule, Symmetry
 from topocoll.synth import (
     bidirectional_ring_allgather,
     bidirectional_ring_allreduce,
+    bucket_allreduce,
     hamiltonian_rings_allreduce,
+    hierarchical_allgather,
     ring_allgather,
     ring_allreduce,
     ring_reduce_scatter,
+    swing_allreduce,
+    swing_reduce_scatter,
 )
 from topocoll.topology import ring, torus
 from topocoll.verification import semantics as sem
 from topocoll.verification import verify
 
+#: schedule, and how many chunks the symmetric path runs (one per orbit)
 SCHEDULES = {
-    "ring-allreduce-7": lambda: ring_allreduce(ring(7)),
-    "ring-allgather-6": lambda: ring_allgather(ring(6)),
-    "ring-reduce_scatter-5": lambda: ring_reduce_scatter(ring(5)),
-    "ring-subgroup": lambda: ring_allreduce(ring(8), ranks=[1, 3, 4, 6], order=[6, 1, 4, 3]),
-    "bidirectional-allreduce-3x3": lambda: bidirectional_ring_allreduce(torus((3, 3))),
-    "bidirectional-allgather-8": lambda: bidirectional_ring_allgather(ring(8)),
-    "hamiltonian-4x4": lambda: hamiltonian_rings_allreduce(torus((4, 4))),
-    "hamiltonian-4x8": lambda: hamiltonian_rings_allreduce(torus((4, 8))),
+    "ring-allreduce-7": (lambda: ring_allreduce(ring(7)), 1),
+    "ring-allgather-6": (lambda: ring_allgather(ring(6)), 1),
+    "ring-reduce_scatter-5": (lambda: ring_reduce_scatter(ring(5)), 1),
+    "ring-subgroup": (lambda: ring_allreduce(ring(8), ranks=[1, 3, 4, 6], order=[6, 1, 4, 3]),
+                      1),
+    "bidirectional-allreduce-3x3": (lambda: bidirectional_ring_allreduce(torus((3, 3))), 2),
+    "bidirectional-allgather-8": (lambda: bidirectional_ring_allgather(ring(8)), 2),
+    "hamiltonian-4x4": (lambda: hamiltonian_rings_allreduce(torus((4, 4))), 4),
+    "hamiltonian-4x8": (lambda: hamiltonian_rings_allreduce(torus((4, 8))), 4),
+    # translations along every dimension: the chunks of one rank stand for all
+    "bucket-allreduce-4x6": (lambda: bucket_allreduce(torus((4, 6))), 4),
+    "hierarchical-allgather-3x5": (lambda: hierarchical_allgather(torus((3, 5))), 2),
+    # shifts by 2: a quarter of the 8x4 positions (4 ports x 32 blocks = 128 chunks)
+    "swing-allreduce-8x4": (lambda: swing_allreduce(torus((8, 4))), 16),
+    "swing-reduce_scatter-4x4x4": (lambda: swing_reduce_scatter(torus((4, 4, 4))), 48),
 }
 
 
@@ -71,13 +83,13 @@ def corrupted(s: Schedule, rng: np.random.Generator) -> Schedule:
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_claims_hold_and_one_chunk_per_orbit_runs(name, monkeypatch):
-    s = SCHEDULES[name]()
+    make, orbits = SCHEDULES[name]
+    s = make()
     assert s.symmetries
     num_ranks = int(s.participants().max()) + 1
     reps, err = sem.orbit_representatives(s, num_ranks)
-    # every ring is one orbit per direction: a handful of chunks stands for all of them
-    assert len(reps) == sum(len(y.chunks) for y in s.symmetries) // len(s.collective.ranks)
-    assert 0 < err < 1e-25
+    assert len(reps) == orbits
+    assert 0 < err < 1e-20
     symmetric, out = run(s, True, monkeypatch)
     assert out.orbit_chunks == len(reps)
     assert symmetric == run(s, False, monkeypatch)[0]
@@ -85,12 +97,13 @@ def test_claims_hold_and_one_chunk_per_orbit_runs(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["ring-allreduce-7", "ring-subgroup",
-                                  "bidirectional-allreduce-3x3", "hamiltonian-4x4"])
+                                  "bidirectional-allreduce-3x3", "hamiltonian-4x4",
+                                  "bucket-allreduce-4x6", "swing-allreduce-8x4"])
 def test_corrupted_schedules_get_the_direct_report(name, monkeypatch):
     """40 corrupted copies: the symmetric path gives exactly the direct run's report
     (violations, their order, totals, cells); every corruption that breaks the schedule is
     caught, including those in chunks the symmetric path does not run."""
-    s = SCHEDULES[name]()
+    s = SCHEDULES[name][0]()
     rng = np.random.default_rng(11)
     broken = 0
     for _ in range(40):

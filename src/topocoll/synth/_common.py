@@ -7,10 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputTypeError, NotSupportedError, TopologyError
+from ..schedule import Symmetry
 from ..topology import Topology
 
 __all__ = ["resolve_group", "resolve_order", "block_index", "require", "gather_parts",
-           "DEFAULT_SIZE"]
+           "DEFAULT_SIZE", "grid_translations"]
 
 #: Message size (bytes) that size-planned synthesizers (pipeline depths, two-level
 #: plans, the ``optimal`` portfolio) plan for when none is given.
@@ -77,3 +78,29 @@ def gather_parts(kind: str) -> tuple[bool, ...]:
     """
     return {"allgather": (False,), "reduce_scatter": (True,),
             "allreduce": (True, False)}[kind]
+
+
+def grid_translations(sizes: Sequence[int], num_chunks: int) -> list[Symmetry]:
+    """The cyclic shifts by one along each dimension of a grid of ``prod(sizes)`` ranks
+    (dimension 0 fastest), rank ``r``'s chunks ``r k .. r k + k - 1`` moving with it
+    (``k = num_chunks / ranks``): the symmetries a schedule built by the same rank
+    arithmetic at every grid position may claim (:class:`~topocoll.schedule.Symmetry`;
+    the verifier checks them). None unless every rank has ``k`` chunks.
+
+    >>> [y.rank_images.tolist() for y in grid_translations([2, 3], 6)]
+    [[1, 0, 3, 2, 5, 4], [2, 3, 4, 5, 0, 1]]
+    """
+    p = int(np.prod(sizes))
+    if p < 2 or num_chunks % p:
+        return []
+    k = num_chunks // p
+    r = np.arange(p)
+    c = np.arange(num_chunks)
+    out, stride = [], 1
+    for n in sizes:
+        if n > 1:
+            a = (r // stride) % n
+            img = r + ((a + 1) % n - a) * stride
+            out.append(Symmetry(r, img, c, img[c // k] * k + c % k))
+        stride *= n
+    return out

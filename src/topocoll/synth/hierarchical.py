@@ -33,7 +33,7 @@ import numpy as np
 from ..collective import Collective
 from ..schedule import Op, Schedule, ScheduleBuilder
 from ..topology import Topology
-from ._common import require, resolve_group
+from ._common import grid_translations, require, resolve_group
 
 __all__ = ["hierarchical_allreduce", "hierarchical_allgather", "hierarchical_reduce_scatter",
            "hierarchical_unsupported_reason", "phases"]
@@ -113,7 +113,8 @@ def _hierarchical(topology: Topology, ranks, kind: str) -> Schedule:
     b = ScheduleBuilder(Collective(kind, group, split))
     phases(b, dims, h, kind)
     return b.build(name="hierarchical",
-                   meta={"dims": ",".join(f"{x.kind}({x.size})" for x in dims)})
+                   meta={"dims": ",".join(f"{x.kind}({x.size})" for x in dims)},
+                   symmetries=grid_translations([x.size for x in dims], p * h))
 
 
 def hierarchical_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None) -> Schedule:

@@ -46,14 +46,14 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import InputError
-from ..schedule import Op, Schedule, ScheduleBuilder
+from ..schedule import Op, Schedule, ScheduleBuilder, Symmetry
 from ..schedule.transforms import reverse
 from ..topology import Topology
 from ._common import require, resolve_group
 from .block_trees import core_size, product_sends
 
 __all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order", "logical_shape",
-           "port_dims", "TREE_MAX_RANKS"]
+           "port_dims", "TREE_MAX_RANKS", "plan_translations"]
 
 #: ``rule(x, q, sigma) -> peer coordinate`` for an array of coordinates ``x`` in ``0..q-1``.
 StepRule = Callable[[np.ndarray, int, int], np.ndarray]
@@ -388,6 +388,36 @@ def _direct(plan: Plan, collective: Collective, phases: Sequence[str], port_majo
                 part[:] = invs[j][part]
     step_ptr = np.arange(len(order) + 1, dtype=np.int64) * (P * Q)
     return Schedule(collective, step_ptr, src, dst, op, chunk_ptr, chunks, name=name, meta=meta)
+
+
+def plan_translations(plan: Plan, kind: str, by: int) -> list[Symmetry]:
+    """The shifts by ``by`` along each dimension of an unfolded plan's torus, as the
+    symmetries (:class:`~topocoll.schedule.Symmetry`) of the schedule :func:`_direct`
+    writes for it: a rank moves to its shifted position and its chunks with it (block
+    ``v`` of port ``j``: chunk ``j Q + phi_j(v)`` of an allreduce, ``v P + j`` otherwise).
+    They hold where the step rule commutes with the shift (Swing's peers depend on the
+    parity of a coordinate, so a shift by 2); the verifier checks them. Empty for other
+    plans."""
+    if plan.folds or plan.sends is not None or plan.peers is None or not plan.num_steps:
+        return []
+    P, Q = plan.num_ports, plan.q
+    g = plan.group[plan.core_pos].astype(np.int64)
+    v = np.arange(Q)
+    phis = [block_order(plan.peers[j]) for j in range(P)] if kind == "allreduce" else None
+    out, stride = [], 1
+    for n in plan.core:
+        if n > by:
+            a = (v // stride) % n
+            w = v + ((a + by) % n - a) * stride                 # v's shifted core index
+            if kind == "allreduce":
+                c = np.concatenate([j * Q + phis[j] for j in range(P)])
+                img = np.concatenate([j * Q + phis[j][w] for j in range(P)])
+            else:
+                c = (v[:, None] * P + np.arange(P)).reshape(-1)
+                img = (w[:, None] * P + np.arange(P)).reshape(-1)
+            out.append(Symmetry(g, g[w], c, img))
+        stride *= n
+    return out
 
 
 def _fold_steps(b: ScheduleBuilder, plan: Plan, chunks_of, op: Op, inward: bool) -> None:

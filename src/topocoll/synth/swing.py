@@ -41,7 +41,7 @@ import numpy as np
 
 from ..schedule import Schedule
 from ..topology import Topology
-from .multiport import butterfly_schedule, make_plan
+from .multiport import butterfly_schedule, make_plan, plan_translations
 
 __all__ = ["swing_rho", "swing_peer", "swing_allreduce", "swing_latency_allreduce",
            "swing_reduce_scatter", "swing_allgather", "swing_broadcast", "swing_reduce"]
@@ -84,8 +84,11 @@ def _schedule(topology, ranks, kind, multiport, variant="bandwidth", root=None) 
     unfolded = variant == "bandwidth" and kind in ("allreduce", "reduce_scatter", "allgather")
     plan = make_plan(topology, ranks, _rule, multiport=multiport, unfolded=unfolded)
     name = "swing_latency" if variant == "latency" else "swing"
-    return butterfly_schedule(plan, kind, variant=variant, root=root, name=name,
-                              meta={"family": "swing"})
+    s = butterfly_schedule(plan, kind, variant=variant, root=root, name=name,
+                           meta={"family": "swing"})
+    if unfolded:   # Swing's peers depend on a coordinate's parity: shifts by 2 commute
+        s = s.replace(symmetries=plan_translations(plan, kind, 2))
+    return s
 
 
 def swing_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,

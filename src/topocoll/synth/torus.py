@@ -38,7 +38,7 @@ from ..collective import Collective
 from ..errors import NotSupportedError
 from ..schedule import Schedule, ScheduleBuilder
 from ..topology import Dim, Topology
-from ._common import block_index, gather_parts, require, resolve_group
+from ._common import block_index, gather_parts, grid_translations, require, resolve_group
 from .hierarchical import hierarchical_unsupported_reason, phases
 from .multiport import butterfly_schedule, make_plan
 from .ring import ring_passes
@@ -179,7 +179,8 @@ def _bucket(topology: Topology, ranks, kind: str, dimension_algorithm: str) -> S
                 for src, dst, ch, op in steps[i]:
                     b.add_many(src, dst, ch, op)
     return b.build(name="bucket", meta={"dims": ",".join(f"{x.kind}({x.size})" for x in dims),
-                                        "parts": str(D), "variant": dimension_algorithm})
+                                        "parts": str(D), "variant": dimension_algorithm},
+                   symmetries=grid_translations(sizes, p * per_rank))
 
 
 def bucket_allreduce(topology: Topology, *, ranks: Sequence[int] | None = None,
