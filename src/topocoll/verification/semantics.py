@@ -54,7 +54,7 @@ from ..collective import Collective
 from ..schedule import Schedule
 
 __all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "MERSENNE61", "Collector",
-           "set_ranges", "orbit_representatives", "SYMMETRY_MIN_ENTRIES", "POINTS"]
+           "set_ranges", "orbit_representatives", "SYMMETRY_MIN_ENTRIES"]
 
 VIOLATION_KINDS = (
     "bad_rank", "self_transfer", "bad_chunk", "no_route", "not_held", "double_count",
@@ -580,10 +580,8 @@ def _entries_of(s: Schedule, num_ranks: int, chunks: np.ndarray) -> Schedule | N
 #: Schedules of at least this many (transfer, chunk) entries are verified one chunk per
 #: orbit of their claimed symmetries; smaller ones run every chunk (as fast).
 SYMMETRY_MIN_ENTRIES = 1 << 22
-#: The prime of the claims' check (:func:`orbit_representatives`) and how many random
-#: points it compares the products at.
+#: The prime of the claims' check (:func:`orbit_representatives`).
 MERSENNE61 = (1 << 61) - 1
-POINTS = 2
 
 
 @njit(cache=True, inline="always")
@@ -598,24 +596,27 @@ def _mulmod61(a, b):
     hi = a1 * b1                        # < 2**60; 2**62 = 2 and 2**61 = 1 modulo P
     r = (hi << 1) + (mid >> 30) + ((mid & ((1 << 30) - 1)) << 31) + (lo >> 61) + (lo & P)
     r = (r & P) + (r >> 61)
-    r = (r & P) + (r >> 61)
-    return r - P if r >= P else r
+    r = (r & P) + (r >> 61)                   # now r <= P
+    return r - (P & ((P - 1 - r) >> 63))      # r - P where r == P, without a branch
 
 
 @njit(cache=True, parallel=True)
-def _claim_products(step_ptr, src, dst, op, chunk_ptr, chunks, sig, pi, z, N, C, nparts):
-    """For claim ``d`` and point ``z[j]``: the products of ``z - key(e)`` and of ``z -
-    key(image of e)`` over the entries ``e`` of the claim's chunks, modulo ``2**61 - 1``
-    (per part of the steps), and the number of those entries. ``pi[c, d]``: claim
-    ``d``'s image of chunk ``c`` (-1: not one of its chunks)."""
+def _claim_products(step_ptr, src, dst, op, chunk_ptr, chunks, sig, pi, z0, z1, N, C, nparts):
+    """For claim ``d``: the products of ``z - key(e)`` and of ``z - key(image of e)`` over
+    the entries ``e`` of the claim's chunks, modulo ``2**61 - 1``, at ``z0`` and ``z1``
+    (``prod[d, part]``: orig and image at ``z0``, then at ``z1``, for one part of the
+    steps), and the number of those entries. ``pi[d, c]``: claim ``d``'s image of chunk
+    ``c`` (-1: not one of its chunks). One claim and part per task, the four products in
+    registers (four independent multiplications per entry)."""
     P = np.int64(MERSENNE61)
-    D, Z = sig.shape[0], z.shape[0]
+    D = sig.shape[0]
     S = len(step_ptr) - 1
-    prod = np.ones((nparts, D, Z, 2), np.int64)
-    count = np.zeros((nparts, D), np.int64)
-    for part in prange(nparts):
-        acc = np.ones((D, Z, 2), np.int64)      # per thread: parts sharing a cache line
-        cnt = np.zeros(D, np.int64)             # made two threads 4x slower than one
+    prod = np.ones((D, nparts, 4), np.int64)
+    count = np.zeros((D, nparts), np.int64)
+    for task in prange(D * nparts):
+        d, part = task // nparts, task % nparts
+        a0 = b0 = a1 = b1 = np.int64(1)
+        m = np.int64(0)
         for s in range(S * part // nparts, S * (part + 1) // nparts):
             for t in range(step_ptr[s], step_ptr[s + 1]):
                 u, v, o = np.int64(src[t]), np.int64(dst[t]), np.int64(op[t])
@@ -625,20 +626,26 @@ def _claim_products(step_ptr, src, dst, op, chunk_ptr, chunks, sig, pi, z, N, C,
                     c = np.int64(chunks[e])
                     if c < 0 or c >= C:
                         continue
-                    for d in range(D):
-                        pc = np.int64(pi[c, d])
-                        if pc < 0:
-                            continue
-                        cnt[d] += 1
-                        k1 = (((s * N + u) * N + v) * 2 + o) * C + c
-                        k2 = (((s * N + sig[d, u]) * N + sig[d, v]) * 2 + o) * C + pc
-                        for j in range(Z):
-                            x1 = z[j] - k1
-                            x2 = z[j] - k2
-                            acc[d, j, 0] = _mulmod61(acc[d, j, 0], x1 + P if x1 < 0 else x1)
-                            acc[d, j, 1] = _mulmod61(acc[d, j, 1], x2 + P if x2 < 0 else x2)
-        prod[part] = acc
-        count[part] = cnt
+                    pc = np.int64(pi[d, c])
+                    if pc < 0:
+                        continue
+                    m += 1
+                    k1 = (((s * N + u) * N + v) * 2 + o) * C + c
+                    k2 = (((s * N + sig[d, u]) * N + sig[d, v]) * 2 + o) * C + pc
+                    # z - key modulo P without a branch (half of them would mispredict)
+                    x = z0 - k1
+                    a0 = _mulmod61(a0, x + (P & (x >> 63)))
+                    x = z0 - k2
+                    b0 = _mulmod61(b0, x + (P & (x >> 63)))
+                    x = z1 - k1
+                    a1 = _mulmod61(a1, x + (P & (x >> 63)))
+                    x = z1 - k2
+                    b1 = _mulmod61(b1, x + (P & (x >> 63)))
+        prod[d, part, 0] = a0
+        prod[d, part, 1] = b0
+        prod[d, part, 2] = a1
+        prod[d, part, 3] = b1
+        count[d, part] = m
     return prod, count
 
 
@@ -675,11 +682,11 @@ def orbit_representatives(s: Schedule, num_ranks: int, seed: int = 0
     same for ``post``); and the multiset of entries ``(step, src, dst, op, c)`` with ``c``
     in ``K`` equals its image ``(step, sigma src, sigma dst, op, pi c)``. The last is a
     polynomial identity test: each entry packed into one integer ``key < p = 2**61 - 1``,
-    the products of ``z - key`` over both multisets compared at :data:`POINTS` (2)
-    random points ``z``; two different multisets of ``m`` entries agree at one point
-    with probability at most ``m / p`` (a nonzero polynomial of degree ``m`` has at most
-    ``m`` roots), at two with at most ``(m / p)**2``: under ``2**-60`` for ``m`` up to
-    ``2**30``. The bound is added to the report's error probability.
+    the products of ``z - key`` over both multisets compared at two random points ``z``;
+    two different multisets of ``m`` entries agree at one point with probability at most
+    ``m / p`` (a nonzero polynomial of degree ``m`` has at most ``m`` roots), at two with
+    at most ``(m / p)**2``: under ``2**-60`` for ``m`` up to ``2**30``. The bound is
+    added to the report's error probability.
 
     Why it suffices: chunks never interact, and a step's semantics do not depend on the
     order of its entries, so when the entries of ``K`` are invariant, chunk ``pi c``
@@ -715,17 +722,17 @@ def orbit_representatives(s: Schedule, num_ranks: int, seed: int = 0
     reps = np.sort(np.unique(labels, return_index=True)[1]).astype(np.int64)
     if 4 * len(reps) > C:
         return None
-    z = np.random.default_rng([seed, 61]).integers(0, MERSENNE61, size=POINTS, dtype=np.int64)
+    z = np.random.default_rng([seed, 61]).integers(0, MERSENNE61, size=2, dtype=np.int64)
     nparts = max(1, min(get_num_threads(), S))
     prod, count = _claim_products(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, sig,
-                                  np.ascontiguousarray(pi.T, dtype=np.int32), z, N, C, nparts)
-    total = prod[0].astype(object)
-    for part in range(1, nparts):
-        total = total * prod[part].astype(object) % MERSENNE61
-    if (total[..., 0] != total[..., 1]).any():
+                                  pi.astype(np.int32), z[0], z[1], N, C, nparts)
+    total = np.ones((D, 4), dtype=object)
+    for part in range(nparts):
+        total = total * prod[:, part].astype(object) % MERSENNE61
+    if (total[:, 0] != total[:, 1]).any() or (total[:, 2] != total[:, 3]).any():
         return None
-    m = count.sum(axis=0)
-    return reps, float(sum((int(x) / MERSENNE61) ** POINTS for x in m))
+    m = count.sum(axis=1)
+    return reps, float(sum((int(x) / MERSENNE61) ** 2 for x in m))
 
 
 def _violation(s: Schedule, row, exact: bool) -> Violation:
