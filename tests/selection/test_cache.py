@@ -140,6 +140,32 @@ def test_verification_outcomes_are_kept(tmp_path):
     assert calls == [3, 1]                      # each checked once, then read back
 
 
+def test_outcomes_under_the_key_that_made_the_schedule(tmp_path, monkeypatch):
+    """With ``made_by`` the outcome is stored under the synthesis key: read back without
+    a check, and without hashing the schedule; another key is checked anew."""
+    from topocoll.schedule import Schedule
+
+    c = ScheduleCache(tmp_path)
+    t = ring(4)
+    s = ring_allgather(t)
+    made_by = c.key("ring", "allgather", {}, t)
+    calls = []
+
+    def check(sched, topo):
+        calls.append(sched.num_steps)
+        return True
+
+    def no_hash(self):
+        raise AssertionError("the schedule was hashed")
+
+    monkeypatch.setattr(Schedule, "fingerprint", no_hash)
+    assert c.verified(s, t, check, made_by=made_by)
+    assert c.verified(s, t, check, made_by=made_by)
+    assert calls == [3]
+    assert c.verified(s, t, check, made_by=c.key("ring", "allgather", {"x": 1}, t))
+    assert calls == [3, 3]
+
+
 def test_writes_prune_once_per_fraction_of_the_limit(tmp_path, monkeypatch):
     """A put lists the directory only after PRUNE_FRACTION of the limit was written since
     the last prune; under a tight limit every put prunes, and to the limit."""

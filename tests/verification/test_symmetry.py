@@ -41,6 +41,8 @@ SCHEDULES = {
     # translations along every dimension: the chunks of one rank stand for all
     "bucket-allreduce-4x6": (lambda: bucket_allreduce(torus((4, 6))), 4),
     "hierarchical-allgather-3x5": (lambda: hierarchical_allgather(torus((3, 5))), 2),
+    # one diagonal shift (orbits of 16 positions): 16 x 4 ranks x 4 chunks / 16
+    "bucket-allreduce-16x4": (lambda: bucket_allreduce(torus((16, 4))), 16),
     # shifts by 2: a quarter of the 8x4 positions (4 ports x 32 blocks = 128 chunks)
     "swing-allreduce-8x4": (lambda: swing_allreduce(torus((8, 4))), 16),
     "swing-reduce_scatter-4x4x4": (lambda: swing_reduce_scatter(torus((4, 4, 4))), 48),

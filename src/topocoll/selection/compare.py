@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ..collective import Collective, make_collective
 from ..cost import AlphaBeta, CostModel, SimResult
@@ -113,11 +114,19 @@ def route_entries(schedule: Schedule, topology: Topology) -> int:
     """
     n = topology.num_nodes
     seen = np.zeros(n * n, dtype=bool)
-    step = 1 << 24                  # pair keys a block at a time (134 M transfers: 1 GiB)
-    for a in range(0, schedule.num_transfers, step):
-        seen[schedule.src[a:a + step].astype(np.int64) * n + schedule.dst[a:a + step]] = True
+    _mark_pairs(schedule.src, schedule.dst, n, seen)
     d = topology.hop_distances().ravel()[np.flatnonzero(seen)]
     return int(d[np.isfinite(d)].sum())
+
+
+@njit(cache=True)
+def _mark_pairs(src, dst, n, seen):
+    """``seen[u n + v]`` for every transfer ``u -> v`` (no pair-key array: at 134 million
+    transfers that was 1 GiB, and four passes over it)."""
+    for t in range(len(src)):
+        u, v = np.int64(src[t]), np.int64(dst[t])
+        if 0 <= u < n and 0 <= v < n:
+            seen[u * n + v] = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,7 +246,8 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
                 ok = verify(sched, topology, collect=True).ok
             else:
                 ok = cache.verified(sched, topology,
-                                    lambda s, t: verify(s, t, collect=True).ok)
+                                    lambda s, t: verify(s, t, collect=True).ok,
+                                    made_by=cache.key(syn.name, syn.kind, kwargs, topology))
             results = model.evaluate_sizes(sched, topology, sizes)
             shown = True
             yield Evaluated(syn.name, dict(opts), sched, ok, tuple(results))

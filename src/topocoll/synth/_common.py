@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ from ..schedule import Symmetry
 from ..topology import Topology
 
 __all__ = ["resolve_group", "resolve_order", "block_index", "require", "gather_parts",
-           "DEFAULT_SIZE", "grid_translations"]
+           "DEFAULT_SIZE", "grid_translations", "grid_shifts"]
 
 #: Message size (bytes) that size-planned synthesizers (pipeline depths, two-level
 #: plans, the ``optimal`` portfolio) plan for when none is given.
@@ -80,12 +81,44 @@ def gather_parts(kind: str) -> tuple[bool, ...]:
             "allreduce": (True, False)}[kind]
 
 
+def grid_shifts(sizes: Sequence[int], by: int = 1) -> list[np.ndarray]:
+    """Translations of a grid of ``prod(sizes)`` positions (dimension 0 fastest) that
+    generate the shifts by multiples of ``by`` in every dimension, as position maps:
+    the diagonal shift alone (by ``by`` in every dimension at once) where its orbits
+    have 16 positions or more (one symmetry for a verifier to check, few orbits left:
+    64 of 4,096 positions on a 64x64 torus), else one shift per dimension.
+
+    >>> [m.tolist() for m in grid_shifts([2, 3])]
+    [[1, 0, 3, 2, 5, 4], [2, 3, 4, 5, 0, 1]]
+    >>> len(grid_shifts([64, 64])), grid_shifts([64, 64])[0][:2].tolist()
+    (1, [65, 66])
+    """
+    p = int(np.prod(sizes))
+    v = np.arange(p)
+    strides = np.cumprod([1, *sizes[:-1]])
+
+    def shift(offsets):
+        w = v.copy()
+        for n, st, off in zip(sizes, strides, offsets, strict=True):
+            a = (v // st) % n
+            w += ((a + off) % n - a) * st
+        return w
+
+    dims = [k for k, n in enumerate(sizes) if n > by]
+    if not dims:
+        return []
+    orders = [sizes[k] // math.gcd(sizes[k], by) for k in dims]
+    if math.lcm(*orders) >= 16:
+        return [shift([by if n > by else 0 for n in sizes])]
+    return [shift([by if j == k else 0 for j in range(len(sizes))]) for k in dims]
+
+
 def grid_translations(sizes: Sequence[int], num_chunks: int) -> list[Symmetry]:
-    """The cyclic shifts by one along each dimension of a grid of ``prod(sizes)`` ranks
-    (dimension 0 fastest), rank ``r``'s chunks ``r k .. r k + k - 1`` moving with it
-    (``k = num_chunks / ranks``): the symmetries a schedule built by the same rank
-    arithmetic at every grid position may claim (:class:`~topocoll.schedule.Symmetry`;
-    the verifier checks them). None unless every rank has ``k`` chunks.
+    """The translations of a grid of ``prod(sizes)`` ranks (:func:`grid_shifts`), rank
+    ``r``'s chunks ``r k .. r k + k - 1`` moving with it (``k = num_chunks / ranks``):
+    the symmetries a schedule built by the same rank arithmetic at every grid position
+    may claim (:class:`~topocoll.schedule.Symmetry`; the verifier checks them). None
+    unless every rank has ``k`` chunks.
 
     >>> [y.rank_images.tolist() for y in grid_translations([2, 3], 6)]
     [[1, 0, 3, 2, 5, 4], [2, 3, 4, 5, 0, 1]]
@@ -96,11 +129,4 @@ def grid_translations(sizes: Sequence[int], num_chunks: int) -> list[Symmetry]:
     k = num_chunks // p
     r = np.arange(p)
     c = np.arange(num_chunks)
-    out, stride = [], 1
-    for n in sizes:
-        if n > 1:
-            a = (r // stride) % n
-            img = r + ((a + 1) % n - a) * stride
-            out.append(Symmetry(r, img, c, img[c // k] * k + c % k))
-        stride *= n
-    return out
+    return [Symmetry(r, img, c, img[c // k] * k + c % k) for img in grid_shifts(sizes)]

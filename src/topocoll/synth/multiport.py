@@ -49,7 +49,7 @@ from ..errors import InputError
 from ..schedule import Op, Schedule, ScheduleBuilder, Symmetry
 from ..schedule.transforms import reverse
 from ..topology import Topology
-from ._common import require, resolve_group
+from ._common import grid_shifts, require, resolve_group
 from .block_trees import core_size, product_sends
 
 __all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order", "logical_shape",
@@ -404,19 +404,15 @@ def plan_translations(plan: Plan, kind: str, by: int) -> list[Symmetry]:
     g = plan.group[plan.core_pos].astype(np.int64)
     v = np.arange(Q)
     phis = [block_order(plan.peers[j]) for j in range(P)] if kind == "allreduce" else None
-    out, stride = [], 1
-    for n in plan.core:
-        if n > by:
-            a = (v // stride) % n
-            w = v + ((a + by) % n - a) * stride                 # v's shifted core index
-            if kind == "allreduce":
-                c = np.concatenate([j * Q + phis[j] for j in range(P)])
-                img = np.concatenate([j * Q + phis[j][w] for j in range(P)])
-            else:
-                c = (v[:, None] * P + np.arange(P)).reshape(-1)
-                img = (w[:, None] * P + np.arange(P)).reshape(-1)
-            out.append(Symmetry(g, g[w], c, img))
-        stride *= n
+    out = []
+    for w in grid_shifts(plan.core, by):                    # v's shifted core index
+        if kind == "allreduce":
+            c = np.concatenate([j * Q + phis[j] for j in range(P)])
+            img = np.concatenate([j * Q + phis[j][w] for j in range(P)])
+        else:
+            c = (v[:, None] * P + np.arange(P)).reshape(-1)
+            img = (w[:, None] * P + np.arange(P)).reshape(-1)
+        out.append(Symmetry(g, g[w], c, img))
     return out
 
 
