@@ -14,6 +14,7 @@ from topocoll.schedule import Schedule, Symmetry
 from topocoll.synth import (
     bidirectional_ring_allgather,
     bidirectional_ring_allreduce,
+    bidirectional_ring_reduce_scatter,
     bucket_allreduce,
     hamiltonian_rings_allreduce,
     hierarchical_allgather,
@@ -36,6 +37,10 @@ SCHEDULES = {
                       1),
     "bidirectional-allreduce-3x3": (lambda: bidirectional_ring_allreduce(torus((3, 3))), 2),
     "bidirectional-allgather-8": (lambda: bidirectional_ring_allgather(ring(8)), 2),
+    "halfway-allreduce-7": (lambda: bidirectional_ring_allreduce(ring(7), variant="halfway"),
+                            2),
+    "halfway-reduce_scatter-3x4": (lambda: bidirectional_ring_reduce_scatter(
+        torus((3, 4)), variant="halfway"), 2),
     "hamiltonian-4x4": (lambda: hamiltonian_rings_allreduce(torus((4, 4))), 4),
     "hamiltonian-4x8": (lambda: hamiltonian_rings_allreduce(torus((4, 8))), 4),
     # translations along every dimension: the chunks of one rank stand for all
@@ -100,7 +105,8 @@ def test_claims_hold_and_one_chunk_per_orbit_runs(name, monkeypatch):
 
 @pytest.mark.parametrize("name", ["ring-allreduce-7", "ring-subgroup",
                                   "bidirectional-allreduce-3x3", "hamiltonian-4x4",
-                                  "bucket-allreduce-4x6", "swing-allreduce-8x4"])
+                                  "bucket-allreduce-4x6", "swing-allreduce-8x4",
+                                  "halfway-allreduce-7"])
 def test_corrupted_schedules_get_the_direct_report(name, monkeypatch):
     """40 corrupted copies: the symmetric path gives exactly the direct run's report
     (violations, their order, totals, cells); every corruption that breaks the schedule is

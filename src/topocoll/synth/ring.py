@@ -200,14 +200,18 @@ def _halfway(topology, ranks, order, kind: str) -> Schedule:
         ptr = np.arange(0, ch.size + 1, ch.shape[1], dtype=np.int64)
         b.new_step().add_many(np.concatenate(src), np.concatenate(dst), (ptr, ch.reshape(-1)),
                               Op.COPY)
-    ag = b.build(name="bidirectional_ring", meta=meta)
+    # every position does the same thing: the ring's rotation, a block's halves with it
+    ids = 2 * blk
+    sym = (Symmetry(o, np.roll(o, -1), np.concatenate([ids, ids + 1]),
+                    np.concatenate([np.roll(ids, -1), np.roll(ids, -1) + 1])),)
+    ag = b.build(name="bidirectional_ring", meta=meta, symmetries=sym)
     if kind == "allgather":
         return ag
     rs = reverse(ag, reduce_scatter(group, split=2), name="bidirectional_ring", meta=meta)
     if kind == "reduce_scatter":
-        return rs
+        return rs.replace(symmetries=sym)
     return concat([rs, ag], allreduce(group, split=2 * p), name="bidirectional_ring",
-                  meta=meta)
+                  meta=meta).replace(symmetries=sym)
 
 
 def _bidirectional(topology, ranks, order, kind: str, variant: str) -> Schedule:
