@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["step_envelope", "one_link_lines", "one_link_lines_table"]
+__all__ = ["step_envelope", "one_link_lines", "one_link_lines_table", "distinct_pairs"]
 
 
 @njit(cache=True)
@@ -63,12 +63,13 @@ def one_link_lines(step_ptr, s0, s1, link, nbytes, scale, inv_bw, num_links):
 
 
 @njit(cache=True)
-def one_link_lines_table(step_ptr, s0, s1, src, dst, n, table, pair_link, pair_lat, chunk_ptr,
-                         unit, chunk_bytes, inv_bw, num_links):
-    """:func:`one_link_lines` from the schedule's columns: each transfer's pair row from
-    ``table[src * n + dst]``, its link and latency from the pair's; ``(lat, slope,
-    batch_load)``. With ``unit`` (one chunk per transfer) chunks are counted and the
-    loads scaled by ``chunk_bytes``; otherwise each transfer weighs its chunks x
+def one_link_lines_table(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_link, pair_lat,
+                         chunk_ptr, unit, chunk_bytes, inv_bw, num_links):
+    """:func:`one_link_lines` from the schedule's columns: each transfer's pair row found
+    among its source's pairs (rows ``pair_ptr[u]:pair_ptr[u+1]``, destinations
+    ``pair_dst`` in increasing order), its link and latency from the pair's; ``(lat,
+    slope, batch_load)``. With ``unit`` (one chunk per transfer) chunks are counted and
+    the loads scaled by ``chunk_bytes``; otherwise each transfer weighs its chunks x
     ``chunk_bytes``."""
     base = step_ptr[s0]
     T = step_ptr[s1] - base
@@ -77,10 +78,54 @@ def one_link_lines_table(step_ptr, s0, s1, src, dst, n, table, pair_link, pair_l
     nbytes = np.empty(T)
     for i in range(T):
         t = base + i
-        p = table[np.int64(src[t]) * n + dst[t]]
-        link[i] = pair_link[p]
-        lat[i] = pair_lat[p]
+        v = dst[t]
+        lo, hi = pair_ptr[src[t]], pair_ptr[src[t] + 1]   # the row of destination v
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if pair_dst[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        link[i] = pair_link[lo]
+        lat[i] = pair_lat[lo]
         nbytes[i] = 1.0 if unit else (chunk_ptr[t + 1] - chunk_ptr[t]) * chunk_bytes
     slope, total = one_link_lines(step_ptr, s0, s1, link, nbytes,
                                   chunk_bytes if unit else 1.0, inv_bw, num_links)
     return lat, slope, total
+
+
+@njit(cache=True)
+def distinct_pairs(src, dst, n, skip):
+    """The sorted distinct keys ``src * n + dst`` of the transfers not in ``skip`` (a
+    mask, or empty for none): an open-addressing set that doubles when half full, so no
+    ``n x n`` table and no sort of every key (a 16,384-rank ring: 537 million transfers,
+    16,384 pairs)."""
+    cap = 1 << 12
+    keys = np.full(cap, -1, np.int64)
+    size = 0
+    use_skip = len(skip) > 0
+    for t in range(len(src)):
+        if use_skip and skip[t]:
+            continue
+        k = np.int64(src[t]) * n + dst[t]
+        h = (k * np.int64(-7046029254386353131)) >> 40    # Fibonacci hashing
+        i = h & (cap - 1)
+        while keys[i] != -1 and keys[i] != k:
+            i = (i + 1) & (cap - 1)
+        if keys[i] == k:
+            continue
+        keys[i] = k
+        size += 1
+        if 2 * size > cap:                                # grow and re-insert
+            old = keys
+            cap *= 2
+            keys = np.full(cap, -1, np.int64)
+            for x in old:
+                if x != -1:
+                    j = ((x * np.int64(-7046029254386353131)) >> 40) & (cap - 1)
+                    while keys[j] != -1:
+                        j = (j + 1) & (cap - 1)
+                    keys[j] = x
+    out = keys[keys != -1]
+    out.sort()
+    return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ..errors import ScheduleError
 from ..optimum.bounds import lower_bound
 from ..topology.routing import Routes, path_routes, routes
-from ._lines import one_link_lines, one_link_lines_table, step_envelope
+from ._lines import distinct_pairs, one_link_lines_table, step_envelope
 from .base import CostModelBase, SimResult, check_inputs, check_model_options
 from .kernel import step_charges
 
@@ -258,34 +259,29 @@ class _PairIndex:
 
     ukeys: np.ndarray
     table: np.ndarray | None
+    n: int
 
     def __call__(self, k: np.ndarray) -> np.ndarray:
         return self.table[k] if self.table is not None else np.searchsorted(self.ukeys, k)
+
+    @cached_property
+    def by_source(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ptr, dst)``: the rows of source ``u`` are ``ptr[u]:ptr[u+1]``, their
+        destinations ``dst`` in increasing order (the keys are sorted)."""
+        ptr = np.searchsorted(self.ukeys // self.n, np.arange(self.n + 1)).astype(np.int64)
+        return ptr, (self.ukeys % self.n).astype(np.int32)
 
 
 def _pair_index(schedule: Schedule, n: int, explicit: np.ndarray | None
                 ) -> tuple[np.ndarray, _PairIndex]:
     """The distinct routed ``(src, dst)`` pairs and a map from pair keys to their row."""
-    T = schedule.num_transfers
-    chunks = range(0, T, TRANSFERS_PER_BATCH)
-
-    def routed_keys(a: int) -> np.ndarray:
-        k = _keys(schedule, n, a, min(a + TRANSFERS_PER_BATCH, T))
-        return k if explicit is None else k[~explicit[a:a + len(k)]]
-
+    skip = explicit if explicit is not None else np.zeros(0, dtype=bool)
+    ukeys = distinct_pairs(schedule.src, schedule.dst, n, skip)
     table = None
     if n * n <= DENSE_PAIR_TABLE:
-        seen = np.zeros(n * n, dtype=bool)
-        for a in chunks:
-            seen[routed_keys(a)] = True
-        ukeys = np.flatnonzero(seen)
-        del seen
-        table = np.empty(n * n, dtype=np.int32)  # only keys seen above are ever looked up
+        table = np.empty(n * n, dtype=np.int32)  # only the keys found are ever looked up
         table[ukeys] = np.arange(len(ukeys), dtype=np.int32)
-    else:
-        parts = [np.unique(routed_keys(a)) for a in chunks]
-        ukeys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-    return np.stack([ukeys // n, ukeys % n], axis=1), _PairIndex(ukeys, table)
+    return np.stack([ukeys // n, ukeys % n], axis=1), _PairIndex(ukeys, table, n)
 
 
 def _batches(step_ptr: np.ndarray, num_links: int, max_route_len: int
@@ -337,21 +333,14 @@ class _Evaluator:
     def _fast_lines(self, s0: int, s1: int):
         """:meth:`lines` when every routed pair uses exactly one link."""
         sp = self.s.step_ptr
-        a, b = int(sp[s0]), int(sp[s1])
-        L = self.num_links
-        # count chunks exactly, then scale (as np.bincount did)
-        scale = float(self.chunk_bytes) if self.unit_chunks else 1.0
-        if self.pair_id.table is not None:     # the lookups inside the compiled loop
-            lat, slope, batch_load = one_link_lines_table(
-                sp, s0, s1, self.s.src, self.s.dst, self.n, self.pair_id.table,
-                self.pair_link, self.rt.latency, self.s.chunk_ptr, self.unit_chunks,
-                float(self.chunk_bytes), self.inv_bw, L)
-        else:
-            pid = self.pair_id(_keys(self.s, self.n, a, b))
-            nbytes = np.ones(b - a) if self.unit_chunks else self._bytes(a, b)
-            slope, batch_load = one_link_lines(sp, s0, s1, self.pair_link[pid], nbytes, scale,
-                                               self.inv_bw, L)
-            lat = self.rt.latency[pid]
+        a = int(sp[s0])
+        # chunks counted exactly, then scaled (as np.bincount did); the pair lookups inside
+        # the compiled loop, among each source's pairs (no n x n table to miss in)
+        ptr, dst = self.pair_id.by_source
+        lat, slope, batch_load = one_link_lines_table(
+            sp, s0, s1, self.s.src, self.s.dst, ptr, dst, self.pair_link, self.rt.latency,
+            self.s.chunk_ptr, self.unit_chunks, float(self.chunk_bytes), self.inv_bw,
+            self.num_links)
         self.link_load += batch_load
         return lat, slope, sp[s0:s1 + 1] - a
 
