@@ -89,3 +89,20 @@ def test_pair_table_inside_the_loop_equals_the_searched_pairs(case, monkeypatch)
             assert np.array_equal(x.link_load, y.link_load)
     assert np.array_equal(one.step_times, again.step_times)
     assert np.array_equal(one.link_load, again.link_load)
+
+
+@pytest.mark.parametrize("n, T, pairs", [(7, 50, 5), (5000, 200_000, 30_000),
+                                         (2**20, 10_000, 10_000)])
+def test_distinct_pairs_are_the_sorted_unique_keys(n, T, pairs):
+    """The hash set (grown from 4,096 slots, keys up to ``n**2``, repeats and a skip
+    mask) gives exactly ``np.unique`` of the kept keys."""
+    from topocoll.cost._lines import distinct_pairs
+
+    rng = np.random.default_rng(n)
+    pick = rng.integers(0, n, size=(pairs, 2))
+    rows = pick[rng.integers(0, pairs, size=T)]
+    src, dst = rows[:, 0].astype(np.int32), rows[:, 1].astype(np.int32)
+    keys = src.astype(np.int64) * n + dst
+    assert np.array_equal(distinct_pairs(src, dst, n, np.zeros(0, dtype=bool)), np.unique(keys))
+    skip = rng.random(T) < 0.3
+    assert np.array_equal(distinct_pairs(src, dst, n, skip), np.unique(keys[~skip]))
