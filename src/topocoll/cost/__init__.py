@@ -7,12 +7,13 @@ choices included) is computed with. Lower bounds live in :mod:`topocoll.optimum`
 
 import warnings
 
+from ._lines import distinct_pairs
 from .alphabeta import AlphaBeta
 from .base import CostModel, CostModelBase, SimResult, Simulator
 from .kernel import barrier_time, model_time, step_loads
 
 __all__ = ["CostModel", "CostModelBase", "Simulator", "SimResult", "AlphaBeta", "barrier_time",
-           "model_time", "step_loads"]
+           "model_time", "step_loads", "distinct_pairs"]
 
 #: Names that moved to :mod:`topocoll.optimum` (issue 16); still reachable here, with a
 #: DeprecationWarning, until the next minor release.

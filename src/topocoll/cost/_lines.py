@@ -99,7 +99,13 @@ def distinct_pairs(src, dst, n, skip):
     """The sorted distinct keys ``src * n + dst`` of the transfers not in ``skip`` (a
     mask, or empty for none): an open-addressing set that doubles when half full, so no
     ``n x n`` table and no sort of every key (a 16,384-rank ring: 537 million transfers,
-    16,384 pairs)."""
+    16,384 pairs).
+
+    >>> import numpy as np
+    >>> u, v = np.array([1, 0, 1], np.int32), np.array([2, 1, 2], np.int32)
+    >>> distinct_pairs(u, v, 3, np.zeros(0, dtype=bool)).tolist()
+    [1, 5]
+    """
     cap = 1 << 12
     keys = np.full(cap, -1, np.int64)
     size = 0

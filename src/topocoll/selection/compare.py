@@ -18,10 +18,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from ..collective import Collective, make_collective
-from ..cost import AlphaBeta, CostModel, SimResult
+from ..cost import AlphaBeta, CostModel, SimResult, distinct_pairs
 from ..errors import NotSupportedError, OverBudgetError
 from ..optimum import lower_bound
 from ..schedule import Schedule
@@ -113,20 +112,9 @@ def route_entries(schedule: Schedule, topology: Topology) -> int:
     128
     """
     n = topology.num_nodes
-    seen = np.zeros(n * n, dtype=bool)
-    _mark_pairs(schedule.src, schedule.dst, n, seen)
-    d = topology.hop_distances().ravel()[np.flatnonzero(seen)]
+    keys = distinct_pairs(schedule.src, schedule.dst, n, np.zeros(0, dtype=bool))
+    d = topology.hop_distances().ravel()[keys]
     return int(d[np.isfinite(d)].sum())
-
-
-@njit(cache=True)
-def _mark_pairs(src, dst, n, seen):
-    """``seen[u n + v]`` for every transfer ``u -> v`` (no pair-key array: at 134 million
-    transfers that was 1 GiB, and four passes over it)."""
-    for t in range(len(src)):
-        u, v = np.int64(src[t]), np.int64(dst[t])
-        if 0 <= u < n and 0 <= v < n:
-            seen[u * n + v] = True
 
 
 @dataclass(frozen=True, eq=False)
