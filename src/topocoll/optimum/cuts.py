@@ -12,6 +12,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -88,16 +89,35 @@ def candidate_cuts(topology: Topology) -> list[tuple[int, ...]]:
     return [tuple(np.flatnonzero(m).tolist()) for m in _candidate_masks(topology)]
 
 
-def _candidate_masks(topology: Topology, singles: bool = True) -> np.ndarray:
+def _candidate_masks(topology: Topology, singles: bool = True,
+                     shifts: tuple[int, ...] = ()) -> np.ndarray:
     """:func:`candidate_cuts` as a boolean (cuts x ranks) matrix (read-only), remembered in
-    the topology; ``singles=False`` leaves out the one-rank cuts."""
-    return topology.memo(("candidate masks", singles),
-                         lambda: _build_candidate_masks(topology, singles))
+    the topology; ``singles=False`` leaves out the one-rank cuts.
+
+    ``shifts`` (dimensions whose unit shifts are automorphisms of the fabric and of the
+    collective, :func:`_orbit_shifts`) keeps one cut of each orbit under those shifts: the
+    single ranks whose coordinates along them are 0, and of a ring dimension among them
+    only the arc from 0. These are the first of their orbits in the full list, in its
+    order, so the first largest bound, and the cut reported, are the full list's.
+    """
+    return topology.memo(("candidate masks", singles, shifts),
+                         lambda: _build_candidate_masks(topology, singles, shifts))
 
 
-def _build_candidate_masks(topology: Topology, singles: bool) -> np.ndarray:
+def _build_candidate_masks(topology: Topology, singles: bool,
+                           shifts: tuple[int, ...] = ()) -> np.ndarray:
     R = topology.num_ranks
-    rows = [np.eye(R, dtype=bool)] if singles else [np.zeros((0, R), dtype=bool)]
+    if singles and shifts:
+        fixed = np.ones(R, dtype=bool)
+        x, sizes = np.arange(R), [d.size for d in topology.dims]
+        for k, size in enumerate(sizes):
+            fixed &= ((x // math.prod(sizes[:k])) % size == 0) | (k not in shifts)
+        reps = np.flatnonzero(fixed)
+        eye = np.zeros((len(reps), R), dtype=bool)
+        eye[np.arange(len(reps)), reps] = True
+        rows = [eye]
+    else:
+        rows = [np.eye(R, dtype=bool)] if singles else [np.zeros((0, R), dtype=bool)]
     groups = list((topology.meta or {}).get("groups", ()) or ())
     if groups:
         g = np.zeros((len(groups), R), dtype=bool)
@@ -106,11 +126,11 @@ def _build_candidate_masks(topology: Topology, singles: bool) -> np.ndarray:
         rows.append(g)
     if topology.dims:
         x = np.arange(R)
-        for d in topology.dims:
+        for k, d in enumerate(topology.dims):
             coord, x = x % d.size, x // d.size
             half = d.size // 2
             base = np.arange(d.size) < half
-            if d.kind == "ring":  # row a: the arc [a, a + half) = base rotated by a
+            if d.kind == "ring" and k not in shifts:  # row a: the arc [a, a + half)
                 windows = np.lib.stride_tricks.sliding_window_view(np.tile(base, 2), d.size)
                 table = windows[(d.size - np.arange(d.size)) % d.size]
             else:
@@ -400,7 +420,8 @@ def _cut_unit(collective: Collective, topology: Topology,
     is_member = np.zeros(R, dtype=bool)
     is_member[members] = True
     if cuts is None:
-        X = _candidate_masks(topology)
+        X = _candidate_masks(topology, shifts=_orbit_shifts(collective, topology, pre, post,
+                                                            is_member))
     else:
         cuts = [np.asarray(list(c), dtype=np.int64) for c in cuts]
         X = np.zeros((len(cuts), R), dtype=bool)
@@ -434,6 +455,33 @@ def _cut_unit(collective: Collective, topology: Topology,
                 best = CutBound(float(t[i]), tuple(np.flatnonzero(Xb[i]).tolist()), name,
                                 float(count[i] * b), float(cap[i]))
     return best
+
+
+def _orbit_shifts(collective: Collective, topology: Topology, pre: MemberSets,
+                  post: MemberSets, is_member: np.ndarray) -> tuple[int, ...]:
+    """Dimensions whose unit shift maps the fabric (:func:`~topocoll.topology.symmetry.
+    shift_dims`) and the collective onto themselves: its members, and the multiset of its
+    chunks' (pre, post) sets, each "every member" or one rank (chunks with other sets: no
+    shift is claimed). A cut and its image then give the same bound."""
+    from ..topology.symmetry import shift_dims, shift_permutation
+
+    dims = shift_dims(topology)
+    if not dims or not ((pre.every | (pre.size == 1)).all()
+                        and (post.every | (post.size == 1)).all()):
+        return ()
+    codes = np.stack([np.where(pre.every, -1, pre.single),
+                      np.where(post.every, -1, post.single)], axis=1)
+    rows, mult = np.unique(codes, axis=0, return_counts=True)
+    out = []
+    for k in dims:
+        p = shift_permutation(topology, k)
+        if not np.array_equal(is_member[p], is_member):
+            continue
+        moved = np.where(rows >= 0, p[np.maximum(rows, 0)], -1)
+        order = np.lexsort((moved[:, 1], moved[:, 0]))
+        if np.array_equal(moved[order], rows) and np.array_equal(mult[order], mult):
+            out.append(k)
+    return tuple(out)
 
 
 def concurrent_cut_bound(collectives: Sequence[Collective], topology: Topology,

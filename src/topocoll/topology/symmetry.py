@@ -35,7 +35,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["RankSymmetry", "rank_symmetry"]
+__all__ = ["RankSymmetry", "rank_symmetry", "shift_dims", "shift_permutation"]
 
 
 @dataclass(frozen=True)
@@ -230,3 +230,56 @@ def _generators(topology: Topology, members: tuple[int, ...]) -> list[np.ndarray
         if not np.array_equal(perm, np.arange(n)):
             out.append(perm)
     return out
+
+
+def shift_permutation(topology: Topology, dim: int) -> np.ndarray:
+    """The ranks' images under a unit cyclic shift along ``topology.dims[dim]``.
+
+    Rank ``x0 + size0 * (x1 + ...)`` goes to the rank whose coordinate ``dim`` is
+    ``(x_dim + 1) mod size_dim``, the others unchanged (int64 array over the ranks).
+
+    >>> from topocoll.topology import torus
+    >>> shift_permutation(torus((3, 2)), 1).tolist()
+    [3, 4, 5, 0, 1, 2]
+    """
+    R = topology.num_ranks
+    stride = 1
+    for d in topology.dims[:dim]:
+        stride *= d.size
+    size = topology.dims[dim].size
+    x = np.arange(R, dtype=np.int64)
+    coord = (x // stride) % size
+    return x + (np.where(coord == size - 1, 1 - size, 1)) * stride
+
+
+def shift_dims(topology: Topology) -> tuple[int, ...]:
+    """The dimensions along which a unit cyclic shift is an automorphism of the links.
+
+    A shift qualifies when the topology has no switches and every directed link ``a -> b``
+    of bandwidth ``w`` has its image ``shift(a) -> shift(b)`` of bandwidth ``w`` (as
+    multisets of links; latencies are not compared: the callers use capacities only).
+    Checked on the link arrays (a sort per dimension), remembered in the topology. The
+    shifts of a ring or torus dimension of equal links qualify; a line's does not (its
+    last rank has no link to its first).
+
+    >>> from topocoll.topology import mesh, ring, torus
+    >>> shift_dims(ring(8)), shift_dims(torus((4, 3))), shift_dims(mesh((4, 4)))
+    ((0,), (0, 1), ())
+    """
+    return topology.memo("shift dims", lambda: _shift_dims(topology))
+
+
+def _shift_dims(topology: Topology) -> tuple[int, ...]:
+    if topology.num_switches or not topology.dims:
+        return ()
+    src, dst, bw = topology.link_src, topology.link_dst, topology.link_bandwidth
+    here = np.lexsort((bw, dst, src))
+    out = []
+    for k in range(len(topology.dims)):
+        p = shift_permutation(topology, k)
+        s2, d2 = p[src], p[dst]
+        there = np.lexsort((bw, d2, s2))
+        if (np.array_equal(src[here], s2[there]) and np.array_equal(dst[here], d2[there])
+                and np.array_equal(bw[here], bw[there])):
+            out.append(k)
+    return tuple(out)
