@@ -92,10 +92,13 @@ def test_pair_table_inside_the_loop_equals_the_searched_pairs(case, monkeypatch)
 
 
 @pytest.mark.parametrize("n, T, pairs", [(7, 50, 5), (5000, 200_000, 30_000),
-                                         (2**20, 10_000, 10_000)])
+                                         (2**20, 10_000, 10_000), (300, 200_000, 60_000),
+                                         (64, 20_000, 8_000)])
 def test_distinct_pairs_are_the_sorted_unique_keys(n, T, pairs):
     """The hash set (grown from 4,096 slots, keys up to ``n**2``, repeats and a skip
-    mask) gives exactly ``np.unique`` of the kept keys."""
+    mask) and the bitmap it turns into when it would outgrow one (the last two cases:
+    more than 2,048 distinct keys of ``n**2 <= 2**19``) give exactly ``np.unique`` of
+    the kept keys."""
     from topocoll.cost._lines import distinct_pairs
 
     rng = np.random.default_rng(n)

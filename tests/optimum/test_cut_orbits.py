@@ -1,5 +1,6 @@
-"""The candidate cut bound on one cut per orbit of the fabric's shifts: the same bound, and
-the same cut reported, as over every candidate cut; shifts claimed only where they hold."""
+"""The fabric's shifts (topology.symmetry): claimed only where they hold; the candidate cut
+bound on one cut per orbit gives the same bound, and the same cut, as every candidate cut;
+pair hop distances by one search and translation equal the all-pairs table."""
 
 from __future__ import annotations
 
@@ -105,3 +106,13 @@ def test_reduced_list_is_small_at_scale():
     assert _candidate_masks(t).shape[0] == 2 * 4096
     b = lower_bound(c, t, 1e9)
     assert b.cut == pytest.approx(1e9 / (2 * t.link_bandwidth[0]))
+
+
+@pytest.mark.parametrize("name", [*FABRICS, "torus4x3_one_slow_link"])
+def test_pair_hops_equal_the_all_pairs_table(name):
+    from topocoll.topology.symmetry import pair_hops
+
+    t = _slow_link(torus((4, 3))) if name.endswith("slow_link") else FABRICS[name]()
+    n = t.num_nodes
+    u, v = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+    assert np.array_equal(pair_hops(t, u, v), t.hop_distances()[u, v])

@@ -11,9 +11,10 @@ from ._lines import distinct_pairs
 from .alphabeta import AlphaBeta
 from .base import CostModel, CostModelBase, SimResult, Simulator
 from .kernel import barrier_time, model_time, step_loads
+from .pairs import routed_pairs
 
 __all__ = ["CostModel", "CostModelBase", "Simulator", "SimResult", "AlphaBeta", "barrier_time",
-           "model_time", "step_loads", "distinct_pairs"]
+           "model_time", "step_loads", "distinct_pairs", "routed_pairs"]
 
 #: Names that moved to :mod:`topocoll.optimum` (issue 16); still reachable here, with a
 #: DeprecationWarning, until the next minor release.

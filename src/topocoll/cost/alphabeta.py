@@ -23,6 +23,7 @@ from ..topology.routing import Routes, path_routes, routes
 from ._lines import distinct_pairs, one_link_lines_table, step_envelope
 from .base import CostModelBase, SimResult, check_inputs, check_model_options
 from .kernel import step_charges
+from .pairs import routed_pairs
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
@@ -275,8 +276,8 @@ class _PairIndex:
 def _pair_index(schedule: Schedule, n: int, explicit: np.ndarray | None
                 ) -> tuple[np.ndarray, _PairIndex]:
     """The distinct routed ``(src, dst)`` pairs and a map from pair keys to their row."""
-    skip = explicit if explicit is not None else np.zeros(0, dtype=bool)
-    ukeys = distinct_pairs(schedule.src, schedule.dst, n, skip)
+    ukeys = routed_pairs(schedule, n) if explicit is None or not explicit.any() else \
+        distinct_pairs(schedule.src, schedule.dst, n, explicit)
     table = None
     if n * n <= DENSE_PAIR_TABLE:
         table = np.empty(n * n, dtype=np.int32)  # only the keys found are ever looked up

@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..collective import Collective, make_collective
-from ..cost import AlphaBeta, CostModel, SimResult, distinct_pairs
+from ..cost import AlphaBeta, CostModel, SimResult, routed_pairs
 from ..errors import NotSupportedError, OverBudgetError
 from ..optimum import lower_bound
 from ..schedule import Schedule
 from ..synth import Synthesizer
 from ..topology import Topology
+from ..topology.symmetry import pair_hops
 from ..verification import verify
 from .cache import ScheduleCache
 from .catalog import ALGORITHMS, synthesize
@@ -112,8 +113,8 @@ def route_entries(schedule: Schedule, topology: Topology) -> int:
     128
     """
     n = topology.num_nodes
-    keys = distinct_pairs(schedule.src, schedule.dst, n, np.zeros(0, dtype=bool))
-    d = topology.hop_distances().ravel()[keys]
+    keys = routed_pairs(schedule, n)
+    d = pair_hops(topology, keys // n, keys % n)
     return int(d[np.isfinite(d)].sum())
 
 

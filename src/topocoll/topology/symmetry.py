@@ -35,7 +35,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .core import Topology
 
-__all__ = ["RankSymmetry", "rank_symmetry", "shift_dims", "shift_permutation"]
+__all__ = ["RankSymmetry", "rank_symmetry", "shift_dims", "shift_permutation", "pair_hops"]
 
 
 @dataclass(frozen=True)
@@ -283,3 +283,41 @@ def _shift_dims(topology: Topology) -> tuple[int, ...]:
                 and np.array_equal(bw[here], bw[there])):
             out.append(k)
     return tuple(out)
+
+
+def pair_hops(topology: Topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Hop distances of the node pairs ``(src[i], dst[i])`` (float, ``inf`` where
+    unreachable).
+
+    When the shifts of every dimension are automorphisms (:func:`shift_dims`: a torus,
+    ring or product of them with equal links, no switches), translating a pair by ``-src``
+    keeps its distance, so one breadth-first search from rank 0 answers every pair:
+    ``d(u, v) = d(0, v - u)``, coordinates subtracted modulo each dimension's size.
+    Otherwise the all-pairs table (:meth:`~topocoll.topology.Topology.hop_distances`).
+
+    >>> import numpy as np
+    >>> from topocoll.topology import mesh, torus
+    >>> u, v = np.array([0, 5, 11]), np.array([11, 6, 0])
+    >>> pair_hops(torus((4, 3)), u, v).tolist(), pair_hops(mesh((4, 3)), u, v).tolist()
+    ([2.0, 1.0, 2.0], [5.0, 1.0, 5.0])
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    dims = topology.dims
+    if not dims or shift_dims(topology) != tuple(range(len(dims))):
+        return topology.hop_distances()[src, dst]
+    d0 = topology.memo("hops from 0", lambda: _hops_from(topology, 0))
+    w = np.zeros(len(src), dtype=np.int64)
+    stride = 1
+    for d in dims:
+        cu, cv = (src // stride) % d.size, (dst // stride) % d.size
+        w += ((cv - cu) % d.size) * stride
+        stride *= d.size
+    return d0[w]
+
+
+def _hops_from(topology: Topology, source: int) -> np.ndarray:
+    from scipy.sparse.csgraph import shortest_path
+
+    d = shortest_path(topology.adjacency(), unweighted=True, directed=True, indices=source)
+    d.flags.writeable = False
+    return d
