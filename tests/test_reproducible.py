@@ -147,8 +147,9 @@ def test_every_golden_case_and_schedule_is_the_same_on_another_cpu(tmp_path, mon
             "from test_reproducible import _run_all; "
             f"print(json.dumps(_run_all({str(tmp_path / 'other')!r})))")
     (tmp_path / "other").mkdir()
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-               for _ in range(os.cpu_count() or 2)]           # a busy loop on every core
+    # a busy loop beside it: the run competes for a core (one loop, not one per core: on
+    # two cores those starved the suite's other worker for the run's ~2 minutes)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])]
     try:
         res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, timeout=1200, cwd=tmp_path)
