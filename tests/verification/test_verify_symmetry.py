@@ -189,3 +189,17 @@ def test_the_bound_of_the_check_is_in_the_report(monkeypatch):
     assert with_claims.checked_cells == direct.checked_cells
     assert with_claims.error_probability == pytest.approx(
         direct.error_probability + (m / sem.MERSENNE61) ** 2, rel=1e-12)
+
+
+def test_mulmod61_is_the_exact_product_modulo_the_prime():
+    from topocoll.verification.semantics import MERSENNE61 as P
+    from topocoll.verification.semantics import _mulmod61_many
+
+    rng = np.random.default_rng(61)
+    a = rng.integers(0, P, 20_000, dtype=np.int64)
+    b = rng.integers(0, P, 20_000, dtype=np.int64)
+    edge = [0, 1, 2, P - 2, P - 1, 2**60, 2**61 - 2, 2**31, 2**31 - 1, 2**30]
+    a = np.concatenate([a, np.repeat(edge, len(edge))]).astype(np.int64)
+    b = np.concatenate([b, np.tile(edge, len(edge))]).astype(np.int64)
+    got = _mulmod61_many(a, b)
+    assert [int(x) for x in got] == [int(x) * int(y) % P for x, y in zip(a, b, strict=True)]

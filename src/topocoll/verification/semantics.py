@@ -46,7 +46,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from llvmlite import ir
 from numba import get_num_threads, njit, prange
+from numba.core import types
+from numba.extending import intrinsic
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -556,25 +559,61 @@ def _entries_of(s: Schedule, num_ranks: int, chunks: np.ndarray) -> Schedule | N
     direct run reports those)."""
     coll = s.collective
     C = coll.num_chunks
-    src, dst, ch = s.src, s.dst, s.chunks
-    if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_ranks
-                     or (src == dst).any()):
-        return None
-    if len(ch) and (ch.min() < 0 or ch.max() >= C):
-        return None
-    if not coll.is_reduction and (s.op == 1).any():
-        return None
-    want = np.zeros(C, dtype=bool)
+    want = np.zeros(C, dtype=np.bool_)
     want[chunks] = True
-    e = np.flatnonzero(want[ch])
-    t = np.searchsorted(s.chunk_ptr, e, side="right") - 1
-    keep, per = np.unique(t, return_counts=True)
-    steps = np.searchsorted(s.step_ptr, keep, side="right") - 1
-    step_ptr = np.zeros(s.num_steps + 1, dtype=np.int64)
-    np.cumsum(np.bincount(steps, minlength=s.num_steps), out=step_ptr[1:])
-    chunk_ptr = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(per, out=chunk_ptr[1:])
-    return Schedule(coll, step_ptr, src[keep], dst[keep], s.op[keep], chunk_ptr, ch[e])
+    ok, step_ptr, keep, chunk_ptr, ch = _cut_down(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr,
+                                                  s.chunks, want, num_ranks,
+                                                  not coll.is_reduction)
+    if not ok:
+        return None
+    return Schedule(coll, step_ptr, s.src[keep], s.dst[keep], s.op[keep], chunk_ptr, ch)
+
+
+@njit(cache=True)
+def _cut_down(step_ptr, src, dst, op, chunk_ptr, chunks, want, N, copy_only):
+    """:func:`_entries_of` in two passes over the transfers (count, then fill): ``(ok,
+    step_ptr, kept transfers, chunk_ptr, chunks)``; ``ok`` False (and empty arrays) when
+    a transfer has an endpoint out of range, sends to itself, carries a chunk out of
+    range, or reduces in a copy collective."""
+    C = len(want)
+    S = len(step_ptr) - 1
+    nt = 0
+    ne = 0
+    for t in range(len(src)):
+        u, v = src[t], dst[t]
+        if u < 0 or v < 0 or u >= N or v >= N or u == v or (copy_only and op[t] == 1):
+            return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64), np.zeros(0, np.int32))
+        k = 0
+        for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+            c = chunks[e]
+            if c < 0 or c >= C:
+                return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                        np.zeros(0, np.int64), np.zeros(0, np.int32))
+            if want[c]:
+                k += 1
+        if k:
+            nt += 1
+            ne += k
+    new_step = np.zeros(S + 1, np.int64)
+    keep = np.empty(nt, np.int64)
+    new_ptr = np.zeros(nt + 1, np.int64)
+    out = np.empty(ne, np.int32)
+    i = 0
+    j = 0
+    for st in range(S):
+        for t in range(step_ptr[st], step_ptr[st + 1]):
+            j0 = j
+            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                if want[chunks[e]]:
+                    out[j] = chunks[e]
+                    j += 1
+            if j > j0:
+                keep[i] = t
+                i += 1
+                new_ptr[i] = j
+        new_step[st + 1] = i
+    return True, new_step, keep, new_ptr, out
 
 
 #: Schedules of at least this many (transfer, chunk) entries are verified one chunk per
@@ -584,20 +623,34 @@ SYMMETRY_MIN_ENTRIES = 1 << 22
 MERSENNE61 = (1 << 61) - 1
 
 
-@njit(cache=True, inline="always")
-def _mulmod61(a, b):
-    """``a * b mod 2**61 - 1`` for ``0 <= a, b < 2**61`` in 64-bit integers."""
-    P = np.int64(MERSENNE61)
-    m31 = np.int64((1 << 31) - 1)
-    a0, a1 = a & m31, a >> 31
-    b0, b1 = b & m31, b >> 31
-    lo = a0 * b0                        # < 2**62
-    mid = a0 * b1 + a1 * b0             # < 2**62
-    hi = a1 * b1                        # < 2**60; 2**62 = 2 and 2**61 = 1 modulo P
-    r = (hi << 1) + (mid >> 30) + ((mid & ((1 << 30) - 1)) << 31) + (lo >> 61) + (lo & P)
-    r = (r & P) + (r >> 61)
-    r = (r & P) + (r >> 61)                   # now r <= P
-    return r - (P & ((P - 1 - r) >> 63))      # r - P where r == P, without a branch
+@intrinsic
+def _mulmod61(typingctx, a, b):
+    """``a * b mod 2**61 - 1`` for int64 ``0 <= a, b < 2**61``: one 128-bit product
+    (LLVM's ``i128``; numba has no 128-bit integers), folded twice (``2**61 = 1``
+    modulo the prime) and one conditional subtraction. About half the time of the same
+    product from four 31-bit halves, which it replaced (bitwise equal, tested)."""
+    sig = types.int64(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i128, i64 = ir.IntType(128), ir.IntType(64)
+        prod = builder.mul(builder.zext(args[0], i128), builder.zext(args[1], i128))
+        p128 = ir.Constant(i128, MERSENNE61)
+        r = builder.add(builder.and_(prod, p128), builder.lshr(prod, ir.Constant(i128, 61)))
+        r = builder.trunc(r, i64)                                 # < 2**62
+        p64 = ir.Constant(i64, MERSENNE61)
+        r = builder.add(builder.and_(r, p64), builder.lshr(r, ir.Constant(i64, 61)))
+        return builder.select(builder.icmp_unsigned(">=", r, p64), builder.sub(r, p64), r)
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def _mulmod61_many(a, b):
+    """:func:`_mulmod61` elementwise (for tests)."""
+    out = np.empty(len(a), np.int64)
+    for i in range(len(a)):
+        out[i] = _mulmod61(a[i], b[i])
+    return out
 
 
 @njit(cache=True, parallel=True)
