@@ -12,7 +12,6 @@ References
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -108,10 +107,10 @@ def _build_candidate_masks(topology: Topology, singles: bool,
                            shifts: tuple[int, ...] = ()) -> np.ndarray:
     R = topology.num_ranks
     if singles and shifts:
+        coords = np.unravel_index(np.arange(R), [d.size for d in topology.dims], order="F")
         fixed = np.ones(R, dtype=bool)
-        x, sizes = np.arange(R), [d.size for d in topology.dims]
-        for k, size in enumerate(sizes):
-            fixed &= ((x // math.prod(sizes[:k])) % size == 0) | (k not in shifts)
+        for k in shifts:
+            fixed &= coords[k] == 0
         reps = np.flatnonzero(fixed)
         eye = np.zeros((len(reps), R), dtype=bool)
         eye[np.arange(len(reps)), reps] = True

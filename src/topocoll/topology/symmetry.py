@@ -242,14 +242,10 @@ def shift_permutation(topology: Topology, dim: int) -> np.ndarray:
     >>> shift_permutation(torus((3, 2)), 1).tolist()
     [3, 4, 5, 0, 1, 2]
     """
-    R = topology.num_ranks
-    stride = 1
-    for d in topology.dims[:dim]:
-        stride *= d.size
-    size = topology.dims[dim].size
-    x = np.arange(R, dtype=np.int64)
-    coord = (x // stride) % size
-    return x + (np.where(coord == size - 1, 1 - size, 1)) * stride
+    sizes = tuple(d.size for d in topology.dims)
+    c = list(np.unravel_index(np.arange(topology.num_ranks), sizes, order="F"))
+    c[dim] = (c[dim] + 1) % sizes[dim]
+    return np.ravel_multi_index(c, sizes, order="F").astype(np.int64)
 
 
 def shift_dims(topology: Topology) -> tuple[int, ...]:
@@ -306,12 +302,11 @@ def pair_hops(topology: Topology, src: np.ndarray, dst: np.ndarray) -> np.ndarra
     if not dims or shift_dims(topology) != tuple(range(len(dims))):
         return topology.hop_distances()[src, dst]
     d0 = topology.memo("hops from 0", lambda: _hops_from(topology, 0))
-    w = np.zeros(len(src), dtype=np.int64)
-    stride = 1
-    for d in dims:
-        cu, cv = (src // stride) % d.size, (dst // stride) % d.size
-        w += ((cv - cu) % d.size) * stride
-        stride *= d.size
+    sizes = tuple(d.size for d in dims)
+    cu = np.unravel_index(src, sizes, order="F")      # dimension 0 fastest
+    cv = np.unravel_index(dst, sizes, order="F")
+    w = np.ravel_multi_index([(b - a) % n for a, b, n in zip(cu, cv, sizes, strict=True)],
+                             sizes, order="F")
     return d0[w]
 
 
