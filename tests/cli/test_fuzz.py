@@ -589,6 +589,28 @@ def test_cli_bad_input(files, name, args, code, item):
     assert item.lower() in r.stderr.lower(), f"{name}: {item!r} not named in\n{r.stderr}"
 
 
+@pytest.mark.parametrize("value", ["junk", "-5", "1.5B", "16 furlongs"])
+def test_bad_schedule_limit_in_the_environment_is_named(monkeypatch, value):
+    """TOPOCOLL_MAX_SCHEDULE_BYTES that is not a size: one line naming it, exit 2 (it used
+    to fall back to the 8 GiB default without a word); a size with a unit is taken."""
+    monkeypatch.setenv("TOPOCOLL_MAX_SCHEDULE_BYTES", value)
+    r = runner.invoke(app, ["compare", "-t", "ring:8", "-a", "ring", "-s", "1KiB"])
+    assert r.exit_code == 2, r.stdout + r.stderr
+    lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "TOPOCOLL_MAX_SCHEDULE_BYTES" in lines[0], r.stderr
+
+
+def test_schedule_limit_takes_a_size_with_a_unit(monkeypatch):
+    from topocoll.synth.registry import MAX_SCHEDULE_BYTES, max_schedule_bytes
+
+    monkeypatch.setenv("TOPOCOLL_MAX_SCHEDULE_BYTES", "16GiB")
+    assert max_schedule_bytes() == 16 * 2**30
+    monkeypatch.setenv("TOPOCOLL_MAX_SCHEDULE_BYTES", str(2**20))
+    assert max_schedule_bytes() == 2**20
+    monkeypatch.delenv("TOPOCOLL_MAX_SCHEDULE_BYTES")
+    assert max_schedule_bytes() == MAX_SCHEDULE_BYTES
+
+
 # ----------------------------------------------------------------------------- API cases
 def _api():
     from topocoll.collective import make_collective

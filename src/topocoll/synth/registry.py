@@ -96,15 +96,25 @@ MAX_SCHEDULE_BYTES = 8 * 2**30
 
 
 def max_schedule_bytes() -> float:
-    """The limit on a schedule's estimated bytes: ``$TOPOCOLL_MAX_SCHEDULE_BYTES`` or
-    :data:`MAX_SCHEDULE_BYTES`."""
+    """The limit on a schedule's estimated bytes: ``$TOPOCOLL_MAX_SCHEDULE_BYTES`` (bytes,
+    or a size such as ``16GiB``) or :data:`MAX_SCHEDULE_BYTES`.
+
+    Raises
+    ------
+    InputError
+        If the variable is set to something that is not a size (it used to fall back to
+        the default without a word, so ``16GiB`` was refused under 8).
+    """
     import os
 
-    raw = os.environ.get("TOPOCOLL_MAX_SCHEDULE_BYTES")
-    try:
-        return float(raw) if raw else float(MAX_SCHEDULE_BYTES)
-    except ValueError:
+    raw = os.environ.get("TOPOCOLL_MAX_SCHEDULE_BYTES", "").strip()
+    if not raw:
         return float(MAX_SCHEDULE_BYTES)
+    try:
+        return parse_size(raw)
+    except UnitError as e:
+        raise InputError(f"TOPOCOLL_MAX_SCHEDULE_BYTES={raw!r} is not a size (bytes, or e.g. "
+                         f"'16GiB'): {e}", item="TOPOCOLL_MAX_SCHEDULE_BYTES") from None
 
 
 #: Pipeline depths `topocoll compare` tries for the tree-packing schedules.
