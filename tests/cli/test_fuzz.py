@@ -590,14 +590,20 @@ def test_cli_bad_input(files, name, args, code, item):
 
 
 @pytest.mark.parametrize("value", ["junk", "-5", "1.5B", "16 furlongs"])
-def test_bad_schedule_limit_in_the_environment_is_named(monkeypatch, value):
+def test_bad_schedule_limit_in_the_environment_is_named(monkeypatch, tmp_path, value):
     """TOPOCOLL_MAX_SCHEDULE_BYTES that is not a size: one line naming it, exit 2 (it used
-    to fall back to the 8 GiB default without a word); a size with a unit is taken."""
-    monkeypatch.setenv("TOPOCOLL_MAX_SCHEDULE_BYTES", value)
-    r = runner.invoke(app, ["compare", "-t", "ring:8", "-a", "ring", "-s", "1KiB"])
-    assert r.exit_code == 2, r.stdout + r.stderr
-    lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
-    assert len(lines) == 1 and "TOPOCOLL_MAX_SCHEDULE_BYTES" in lines[0], r.stderr
+    to fall back to the 8 GiB default without a word), whether the schedule is in the
+    cache (second run) or not (first)."""
+    monkeypatch.setenv("TOPOCOLL_CACHE", str(tmp_path / "cache"))
+    argv = ["compare", "-t", "ring:8", "-a", "ring", "-s", "1KiB"]
+    for primed in (False, True):
+        monkeypatch.setenv("TOPOCOLL_MAX_SCHEDULE_BYTES", value)
+        r = runner.invoke(app, argv)
+        assert r.exit_code == 2, (primed, r.stdout + r.stderr)
+        lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+        assert len(lines) == 1 and "TOPOCOLL_MAX_SCHEDULE_BYTES" in lines[0], r.stderr
+        monkeypatch.delenv("TOPOCOLL_MAX_SCHEDULE_BYTES")
+        assert runner.invoke(app, argv).exit_code == 0       # now the cache holds it
 
 
 def test_schedule_limit_takes_a_size_with_a_unit(monkeypatch):

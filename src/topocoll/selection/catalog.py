@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import NotSupportedError
 from ..schedule import Schedule
 from ..synth import SYNTHESIZERS, Synthesizer
-from ..synth.registry import on_register
+from ..synth.registry import max_schedule_bytes, on_register
 from ..topology import Topology
 from . import portfolio
 from .cache import ScheduleCache
@@ -103,6 +103,7 @@ def synthesize(algorithm: Synthesizer, topology: Topology, options: dict[str, An
     """
     if cache is None:
         return algorithm(topology, **options)
+    max_schedule_bytes()   # a bad $TOPOCOLL_MAX_SCHEDULE_BYTES is named on a hit as on a miss
     key = cache.key(algorithm.name, algorithm.kind, options, topology)
     hit = cache.get(key)
     if hit is not None:
