@@ -45,6 +45,48 @@ def test_loopless_cuts_every_cycle():
         assert set(zip(out, out[1:], strict=False)) <= hops      # only links removed
 
 
+
+def _row_entries_by_row(rows, topology, reverse_graph):
+    """:func:`row_entries` one row and hop at a time: bandwidths summed and latencies
+    least over parallel links, links numbered as they first appear."""
+    bw, lat = {}, {}
+    for lk in topology.links:
+        k = (lk.src, lk.dst)
+        bw[k] = bw.get(k, 0.0) + lk.bandwidth
+        lat[k] = min(lat.get(k, float("inf")), lk.latency)
+    keys, ent, ell = {}, [], 0.0
+    for i in range(len(rows.src)):
+        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
+        hops = list(zip(path, path[1:], strict=False))
+        if reverse_graph:
+            hops = [(b, a) for a, b in hops]
+        t = sum(lat[h] for h in hops)
+        if topology.node_latency:
+            t += sum(topology.node_latency[v] for v in path[1:-1])
+        ell = max(ell, t)
+        ent += [(i, keys.setdefault(h, len(keys)), rows.count[i] / bw[h]) for h in hops]
+    return [e[0] for e in ent], [e[1] for e in ent], [e[2] for e in ent], ell, len(keys)
+
+
+@pytest.mark.parametrize("spec", ["ring:7", "torus:3x4", "dgx-h100:2", "fattree:k=4",
+                                  "mi250:1,fwd=300ns", "hier:fc(2)x ring(3)x switch(2)",
+                                  "twotier:racks=3,hosts=3,oversub=4"])
+def test_row_entries_equal_a_row_by_row_count(spec):
+    """The vectorized entries are the row-by-row ones exactly: same order, same link
+    numbers (LP columns follow them), same floats, same latency."""
+    t = parse_spec(spec)
+    p = optimal_packing(t)
+    rows = tree_rows(p, {r: 0 for r in p.per_root}, quantum(p), 1)
+    for reverse in (False, True):
+        got = row_entries(rows, t, reverse)
+        want = _row_entries_by_row(rows, t, reverse)
+        for g, w in zip(got[:3], want[:3], strict=True):
+            assert g.tolist() == w
+        assert got[3] == want[3] and got[4] == want[4]
+    if spec in ("dgx-h100:2", "fattree:k=4"):
+        assert any(rows.paths)                          # routed rows were compared
+
+
 @pytest.mark.parametrize("spec", ["dgx-h100:2", "fattree:k=4"])
 def test_switch_paths_are_simple_and_the_bandwidth_term_stays_the_bound(spec):
     """Edge splitting chains splits (paths like 0-18-26-18-8 on dgx-h100:2; which fabric

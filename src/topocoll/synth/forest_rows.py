@@ -168,26 +168,59 @@ def bundle_bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
 def row_entries(rows: Rows, topology: Topology, reverse_graph: bool
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
     """Sparse per-batch link busy time of every row: ``(row, link, seconds per chunk)``
-    entries, the longest row latency and the number of distinct links."""
-    bw, lat = bundle_bandwidth(topology), arc_latency(topology)
+    entries, the longest row latency and the number of distinct links.
+
+    Entries come row by row, each row's hops in path order; links are numbered in order of
+    first appearance (the LPs built on them see their columns in that order). A hop's
+    bandwidth is the summed bandwidth of the parallel links of its node pair, its latency
+    the smallest of theirs; a row's latency is its hops' plus its interior nodes'.
+    """
+    n = topology.num_nodes
+    pair = topology.link_src * n + topology.link_dst
+    pairs, inv = np.unique(pair, return_inverse=True)
+    bw = np.zeros(len(pairs))
+    np.add.at(bw, inv, topology.link_bandwidth)       # in link order, as a running sum
+    lat = np.full(len(pairs), math.inf)
+    np.minimum.at(lat, inv, topology.link_latency)
+    R = len(rows.src)
+    routed = [i for i, path in enumerate(rows.paths) if path]
+    if routed:
+        hops = np.ones(R, np.int64)
+        hops[routed] = [len(rows.paths[i]) - 1 for i in routed]
+        ptr = np.concatenate([[0], np.cumsum(hops)])
+        hs, hd = np.empty(ptr[-1], np.int64), np.empty(ptr[-1], np.int64)
+        hs[ptr[:-1]], hd[ptr[:-1]] = rows.src, rows.dst
+        for i in routed:
+            path = rows.paths[i]
+            hs[ptr[i]:ptr[i + 1]], hd[ptr[i]:ptr[i + 1]] = path[:-1], path[1:]
+        ent_row = np.repeat(np.arange(R, dtype=np.int64), hops)
+    else:
+        hs, hd = np.asarray(rows.src, np.int64), np.asarray(rows.dst, np.int64)
+        ent_row = np.arange(R, dtype=np.int64)
+    if reverse_graph:
+        hs, hd = hd, hs
+    key = hs * n + hd
+    at = np.minimum(np.searchsorted(pairs, key), max(len(pairs) - 1, 0))
+    if len(key) and not np.array_equal(pairs[at], key):
+        bad = int(np.flatnonzero(pairs[at] != key)[0])
+        raise KeyError((int(hs[bad]), int(hd[bad])))
+    ent_w = rows.count[ent_row] / bw[at]
+    # the longest row latency: a one-hop row's is its hop's; a routed row's its hops'
+    # summed in path order, then its interior nodes' forwarding latency
+    first_hop = ptr[:-1] if routed else np.arange(R)
+    single = np.ones(R, bool)
+    single[routed] = False
+    ell = float(lat[at[first_hop[single]]].max()) if single.any() else 0.0
     fl = topology.node_latency
-    keys: dict[tuple[int, int], int] = {}
-    ent_row, ent_link, ent_w = [], [], []
-    ell = 0.0
-    for i in range(len(rows.src)):
-        path = rows.paths[i] or (int(rows.src[i]), int(rows.dst[i]))
-        hops = list(zip(path, path[1:], strict=False))
-        if reverse_graph:
-            hops = [(b, a) for a, b in hops]
-        t = sum(lat[h] for h in hops) + sum(fl[v] for v in path[1:-1]) if fl else \
-            sum(lat[h] for h in hops)
+    for i in routed:
+        path, t = rows.paths[i], sum(lat[at[ptr[i]:ptr[i + 1]]].tolist())
+        if fl:
+            t += sum(fl[v] for v in path[1:-1])
         ell = max(ell, t)
-        for h in hops:
-            ent_row.append(i)
-            ent_link.append(keys.setdefault(h, len(keys)))
-            ent_w.append(rows.count[i] / bw[h])
-    return (np.array(ent_row, np.int64), np.array(ent_link, np.int64),
-            np.array(ent_w, float), ell, len(keys))
+    first_seen, link_of = np.unique(at, return_index=True, return_inverse=True)[1:]
+    rank = np.empty(len(first_seen), np.int64)
+    rank[np.argsort(first_seen, kind="stable")] = np.arange(len(first_seen))
+    return ent_row, rank[link_of], ent_w, max(ell, 0.0), len(first_seen)
 
 
 def batches_time(topology: Topology, rows: Rows, P: int, units, per_root_bytes: float,
