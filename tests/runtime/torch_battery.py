@@ -118,13 +118,14 @@ def run_case(chk, syn, spec, p, group, me):
     case = f"{syn.name}-{syn.kind}-{spec}"
     n = 37 * p + 5   # uneven chunk sizes on purpose
     if syn.kind == "allreduce":
-        for dtype in (torch.int64, torch.float32):
-            x = make_input(me, n, dtype)
-            ref = x.clone()
-            dist.all_reduce(ref, group=group)
-            rt.all_reduce(x, sched, group=group)
-            s = sum(make_input(r, n, torch.float64).abs() for r in range(p))
-            chk.check(f"{case}-{dtype}", close(x, ref, s, p, dtype), "differs from dist.all_reduce")
+        # integers: any chunk sent to the wrong place, lost or reduced twice shows exactly
+        # (floats would hide a reordering within their tolerance; every dtype and op is
+        # compared by run_dtypes on a pipelined and a tree schedule)
+        x = make_input(me, n, torch.int64)
+        ref = x.clone()
+        dist.all_reduce(ref, group=group)
+        rt.all_reduce(x, sched, group=group)
+        chk.check(f"{case}-{torch.int64}", torch.equal(x, ref), "differs from dist.all_reduce")
     elif syn.kind == "allgather":
         x = make_input(me, n, torch.int64)
         out = torch.empty(p * n, dtype=torch.int64)
