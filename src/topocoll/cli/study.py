@@ -241,6 +241,7 @@ def _output_dir(output: Path | None) -> Path:
 
 def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     from ..errors import InputError
+    from ..studies.llama3 import run_llama3, write_llama3
     from ..studies.nccl_tests import run_nccl_validation, write_nccl_validation
     from ..studies.validation import (
         SC21_TABLE1,
@@ -275,6 +276,9 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
                              .index(cal_row), schedules=ideal)
     nccl = run_nccl_validation()
     paths += write_nccl_validation(output, nccl)
+    with busy("validation: Llama 3 405B (Meta, Table 4)", as_json):
+        llama = run_llama3()
+    paths += write_llama3(output, llama)
     if as_json:
         print_json({"written": [str(p) for p in paths]})
         return
@@ -306,6 +310,21 @@ def _validation(output: Path, rows: str | None, as_json: bool) -> None:
     out.print(f"nccl-tests: mean |error| {100 * sum(abs(r.error) for r in nccl) / len(nccl):.1f}% "
               f"over {len(nccl)} cases, worst {100 * max(abs(r.error) for r in nccl):.1f}%",
               highlight=False)
+    tab = Table(title="Llama 3 405B (Meta, Table 4): model TFLOP/s per GPU, paper vs ours "
+                      "by pipeline chunks per stage")
+    for col in ("GPUs", "parallelism", "chunks", "paper", "ours", "error", "bubble",
+                "memory", "note"):
+        tab.add_column(col, justify="left" if col in ("parallelism", "note") else "right")
+    for r in llama:
+        if r.model_tflops is None:
+            tab.add_row(str(r.gpus), r.parallel, "", f"{r.paper_tflops:.0f}", "", "", "", "",
+                        r.note)
+            continue
+        tab.add_row(str(r.gpus), r.parallel.split(",mb=")[0], str(r.interleave),
+                    f"{r.paper_tflops:.0f}", f"{r.model_tflops:.1f}", f"{100 * r.error:+.1f}%",
+                    f"{100 * r.bubble_share:.1f}%", f"{r.memory_gib:.1f} GiB",
+                    "" if r.fits else "over 80 GB in our memory model")
+    out.print(tab)
     out.print(f"written: {', '.join(str(p) for p in paths)}", highlight=False)
 
 
