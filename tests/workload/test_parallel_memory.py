@@ -83,3 +83,37 @@ def test_llama3_405b_as_meta_trained_it_fits_an_h100():
     mem = memory_per_gpu(m, par)
     assert mem.peak / 2**30 < 80
     check_configuration(m, par, find_device("h100"))          # does not raise
+
+
+def test_the_lighter_stages_are_the_two_ends():
+    """An uneven split puts the stages with one block fewer at the ends, first, last,
+    second, ... (Meta's 405B: 126 blocks over 16 stages, 7 on the first and the last)."""
+    from topocoll.workload import parse_model, parse_parallel, stage_layers
+
+    def split(layers, pp):
+        m = parse_model(f"transformer:hidden=64,ffn=256,heads=4,layers={layers},seq=16,"
+                        f"vocab=100")
+        return stage_layers(m, parse_parallel(f"tp=1,pp={pp}"))
+
+    assert stage_layers(parse_model("llama3-405b"), parse_parallel("tp=8,pp=16")) == \
+        [7] + [8] * 14 + [7]
+    assert split(10, 4) == [2, 3, 3, 2] and split(11, 4) == [2, 3, 3, 3]
+    assert split(17, 16) == [1] * 8 + [2] + [1] * 7 and split(96, 8) == [12] * 8
+    for layers in range(8, 40):
+        for pp in range(1, 9):
+            x = split(layers, pp)
+            assert sum(x) == layers and max(x) - min(x) <= 1
+            assert x[0] == min(x) and (x.count(min(x)) < 2 or x[-1] == min(x))
+
+
+def test_llama3_405b_interleaved_as_meta_ran_it_fits_an_h100():
+    """Meta ran 405B with an interleaved schedule; with the first and last stage one
+    block lighter (as Meta split it), 8 chunks per stage fit in 80 GB (84.1 GiB when the
+    first stage held 8 blocks)."""
+    from topocoll.workload import find_device, memory_per_gpu, parse_model, parse_parallel
+
+    m = parse_model("llama3-405b")
+    for dp in (64, 128):
+        par = parse_parallel(f"tp=8,pp=16,dp={dp},gb=2048,mb=1,zero=1,sp=1,"
+                             f"recompute=selective,interleave=8")
+        assert memory_per_gpu(m, par).peak <= find_device("h100").memory

@@ -33,12 +33,25 @@ __all__ = ["StageMemory", "MemoryReport", "memory_per_gpu", "stage_layers",
 
 
 def stage_layers(model: Transformer, par: Parallelism) -> list[int]:
-    """Blocks per pipeline stage (the first stages take one more when ``pp`` does not
-    divide the block count)."""
+    """Blocks per pipeline stage. When ``pp`` does not divide the block count, the stages
+    with one block fewer are the two ends, taken alternately from the outside in (first,
+    last, second, second to last, ...): the first stage holds the most micro-batches in
+    flight and the embedding, the last the output layer, so the lighter stages go there.
+    This is how Meta split Llama 3 405B's 126 blocks over 16 stages ("we reduce one
+    Transformer layer each from the first and the last stages", Dubey et al. 2024,
+    section 3.3.2).
+
+    >>> from topocoll.workload import parse_model, parse_parallel
+    >>> stage_layers(parse_model("llama3-405b"), parse_parallel("tp=8,pp=16"))
+    [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7]
+    """
     if par.pp > model.layers:
         raise InputError(f"pp={par.pp} exceeds the model's {model.layers} layers", item="pp")
     q, r = divmod(model.layers, par.pp)
-    return [q + (1 if s < r else 0) for s in range(par.pp)]
+    out = [q + 1] * par.pp
+    for k in range(par.pp - r):                  # the lighter stages, from the ends in
+        out[k // 2 if k % 2 == 0 else par.pp - 1 - k // 2] = q
+    return out
 
 
 def stage_parameters(model: Transformer, par: Parallelism, stage: int) -> float:
