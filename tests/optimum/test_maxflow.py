@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from topocoll.collective import allgather, allreduce, broadcast, reduce, reduce_scatter
@@ -154,3 +155,26 @@ def test_cut_bound_exact_method():
         cut_bound(alltoall(4), ring(4), 1e6, method="exact")
     with pytest.raises(TopologyError, match="rank 9"):
         allgather_optimum(ring(4), ranks=(0, 9))
+
+
+def test_residual_csr_is_the_stable_sort_of_the_arcs():
+    """The compiled CSR builder under every FlowGraph gives the arrays of a stable argsort
+    by tail (the order the max-flow search visits arcs in, so flows and cuts stay the
+    same): random multigraphs with self-loops, isolated nodes and no arcs at all."""
+    from topocoll.optimum.maxflow import _residual_csr
+
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n, m = int(rng.integers(1, 25)), int(rng.integers(0, 60))
+        src = rng.integers(0, n, m).astype(np.int64)
+        dst = rng.integers(0, n, m).astype(np.int64)
+        tail, hd = np.concatenate([src, dst]), np.concatenate([dst, src])
+        order = np.argsort(tail, kind="stable")
+        pos = np.empty(2 * m, dtype=np.int64)
+        pos[order] = np.arange(2 * m)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tail, minlength=n), out=ptr[1:])
+        rev = pos[np.concatenate([np.arange(m, 2 * m), np.arange(m)])[order]]
+        got = _residual_csr(n, src, dst)
+        for a, b in zip(got, (pos, hd[order], ptr, rev), strict=True):
+            assert a.dtype == np.int64 and np.array_equal(a, b)

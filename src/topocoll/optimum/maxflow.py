@@ -258,6 +258,33 @@ def _reach(ptr, head, cap, s):  # pragma: no cover - compiled
     return seen
 
 
+@njit(cache=True)
+def _residual_csr(n, src, dst):  # pragma: no cover - compiled
+    """The residual graph of arcs ``src -> dst`` on ``n`` nodes in CSR form: entries
+    grouped by tail in a stable order (arc ``i`` forward at ``pos[i]``, its reverse at
+    ``pos[m + i]``), their heads, the row pointers and every entry's reverse entry."""
+    m = len(src)
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(m):
+        ptr[src[i] + 1] += 1
+        ptr[dst[i] + 1] += 1
+    for u in range(n):
+        ptr[u + 1] += ptr[u]
+    fill = ptr[:-1].copy()
+    pos = np.empty(2 * m, np.int64)
+    head = np.empty(2 * m, np.int64)
+    for i in range(2 * m):
+        u, v = (src[i], dst[i]) if i < m else (dst[i - m], src[i - m])
+        pos[i] = fill[u]
+        fill[u] += 1
+        head[pos[i]] = v
+    rev = np.empty(2 * m, np.int64)
+    for i in range(m):
+        rev[pos[i]] = pos[m + i]
+        rev[pos[m + i]] = pos[i]
+    return pos, head, ptr, rev
+
+
 class FlowGraph:
     """A fixed arc structure with an extra super source; capacities set per test."""
 
@@ -268,18 +295,8 @@ class FlowGraph:
         src = np.concatenate([g.src, np.full(len(source_arcs), s)]).astype(np.int64)
         dst = np.concatenate([g.dst, np.asarray(source_arcs, dtype=np.int64)])
         self.src, self.dst = src, dst
-        m = len(src)
         # residual CSR: arc i is entry pos[i], its reverse entry pos[m + i]
-        tail = np.concatenate([src, dst])
-        hd = np.concatenate([dst, src])
-        order = np.argsort(tail, kind="stable")
-        self.pos = np.empty(2 * m, dtype=np.int64)
-        self.pos[order] = np.arange(2 * m)
-        self.head = hd[order]
-        self.ptr = np.zeros(self.n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(tail, minlength=self.n), out=self.ptr[1:])
-        partner = np.concatenate([np.arange(m, 2 * m), np.arange(m)])
-        self.rev = self.pos[partner[order]]
+        self.pos, self.head, self.ptr, self.rev = _residual_csr(self.n, src, dst)
         self.flows = 0
 
     def set(self, caps: Sequence[int]) -> None:
