@@ -148,21 +148,36 @@ def arc_units(p: Packing) -> tuple[np.ndarray, np.ndarray]:
     return np.array(unit, np.int64), np.array(parent, np.int64)
 
 
+def _pair_tables(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every ordered node pair with a link (as ``src * num_nodes + dst``, sorted), the
+    summed bandwidth of its parallel links (a running sum in link order) and the smallest
+    of their latencies; kept with the topology."""
+    def compute():
+        n = topology.num_nodes
+        pairs, inv = np.unique(topology.link_src * n + topology.link_dst, return_inverse=True)
+        bw = np.zeros(len(pairs))
+        np.add.at(bw, inv, topology.link_bandwidth)
+        lat = np.full(len(pairs), math.inf)
+        np.minimum.at(lat, inv, topology.link_latency)
+        return pairs, bw, lat
+
+    return topology.memo("forest_rows.pair_tables", compute)
+
+
+def _pair_dict(topology: Topology, values: np.ndarray) -> dict[tuple[int, int], float]:
+    pairs = _pair_tables(topology)[0]
+    n = topology.num_nodes
+    return {(int(k) // n, int(k) % n): float(v) for k, v in zip(pairs, values, strict=True)}
+
+
 def arc_latency(topology: Topology) -> dict[tuple[int, int], float]:
     """Per ordered node pair with a link, the smallest latency of its parallel links."""
-    lat: dict[tuple[int, int], float] = {}
-    for lk in topology.links:
-        k = (lk.src, lk.dst)
-        lat[k] = min(lat.get(k, math.inf), lk.latency)
-    return lat
+    return _pair_dict(topology, _pair_tables(topology)[2])
 
 
 def bundle_bandwidth(topology: Topology) -> dict[tuple[int, int], float]:
     """Per ordered node pair with a link, the summed bandwidth of its parallel links."""
-    bw: dict[tuple[int, int], float] = {}
-    for lk in topology.links:
-        bw[lk.src, lk.dst] = bw.get((lk.src, lk.dst), 0.0) + lk.bandwidth
-    return bw
+    return _pair_dict(topology, _pair_tables(topology)[1])
 
 
 def row_entries(rows: Rows, topology: Topology, reverse_graph: bool
@@ -176,12 +191,7 @@ def row_entries(rows: Rows, topology: Topology, reverse_graph: bool
     the smallest of theirs; a row's latency is its hops' plus its interior nodes'.
     """
     n = topology.num_nodes
-    pair = topology.link_src * n + topology.link_dst
-    pairs, inv = np.unique(pair, return_inverse=True)
-    bw = np.zeros(len(pairs))
-    np.add.at(bw, inv, topology.link_bandwidth)       # in link order, as a running sum
-    lat = np.full(len(pairs), math.inf)
-    np.minimum.at(lat, inv, topology.link_latency)
+    pairs, bw, lat = _pair_tables(topology)
     R = len(rows.src)
     routed = [i for i, path in enumerate(rows.paths) if path]
     if routed:
