@@ -144,3 +144,35 @@ def test_stabilizer_elements_fix_the_root():
 def test_bad_rows_option_names_it():
     with pytest.raises(NotSupportedError, match="rows"):
         timed_lp(ring(4), steps=2, rows="link")
+
+
+_IGRAPH_PROBE = """
+import sys
+{pre}
+from topocoll.topology import torus
+from topocoll.topology.symmetry import rank_symmetry
+print(rank_symmetry(torus((4, 4))).reps)
+print("matplotlib.pyplot" in sys.modules, sys.modules.get("matplotlib", 0) is None)
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+plt.figure()
+import igraph
+print(type(igraph.drawing.matplotlib.graph.mpl).__name__)
+"""
+
+
+@pytest.mark.parametrize("pre, pyplot, mpl_in_igraph", [
+    ("", False, "FakeModule"),                   # BLISS without igraph's plotting
+    ("import matplotlib", True, "module"),       # matplotlib already there: left alone
+])
+def test_igraph_is_imported_without_pyplot_unless_matplotlib_is_there(pre, pyplot,
+                                                                      mpl_in_igraph):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _IGRAPH_PROBE.format(pre=pre)],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "(0,)"                      # a torus: every rank in one orbit
+    assert out[1] == f"{pyplot} False"           # matplotlib importable again right after
+    assert out[2] == mpl_in_igraph

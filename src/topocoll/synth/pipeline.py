@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ..cost.kernel import barrier_time
 from ..numeric import matmul
@@ -129,6 +128,8 @@ def batch_units(L: np.ndarray, P: int, resolution: int) -> np.ndarray | None:
                       shape=(S * nl, P + S))
     A = A - sp.csr_matrix((np.ones(S * nl), (np.arange(S * nl), P + np.arange(S * nl) // nl)),
                           shape=(S * nl, P + S))
+    from scipy.optimize import linprog  # 0.4 s to import; few commands need it
+
     cost = np.r_[np.zeros(P), np.ones(S)]
     eq = np.r_[np.ones(P), np.zeros(S)][None, :]
     res = linprog(cost, A_ub=A, b_ub=np.zeros(S * nl), A_eq=eq, b_eq=[1.0],
@@ -224,6 +225,8 @@ def fluid_sends(parent: np.ndarray, ent_unit: np.ndarray, ent_link: np.ndarray,
                       shape=(r, NV))
     eq = sp.csr_matrix((np.ones(nu), (np.arange(nu), np.arange(nu) * H + H - 1)),
                        shape=(nu, NV))
+    from scipy.optimize import linprog
+
     cost = np.r_[np.zeros(nu * H), np.ones(H)]
     res = linprog(cost, A_ub=A, b_ub=np.zeros(r), A_eq=eq, b_eq=np.ones(nu), bounds=(0, 1),
                   method="highs-ipm", options={"maxiter": int(max_iterations)})

@@ -202,7 +202,7 @@ def _symmetry(topology: Topology, members: tuple[int, ...], enabled: bool) -> Ra
 
 def _generators(topology: Topology, members: tuple[int, ...]) -> list[np.ndarray]:
     """Generators of the automorphism group, as permutations of the topology's nodes."""
-    import igraph as ig
+    ig = _igraph()
 
     n = topology.num_nodes
     bundles: dict[tuple[int, int], list[float]] = {}
@@ -230,6 +230,29 @@ def _generators(topology: Topology, members: tuple[int, ...]) -> list[np.ndarray
         if not np.array_equal(perm, np.arange(n)):
             out.append(perm)
     return out
+
+
+def _igraph():
+    """python-igraph, imported without its matplotlib plotting.
+
+    igraph 1.0 imports ``matplotlib.pyplot`` when it is imported, for its own plotting:
+    0.5-0.7 s of a command that takes 3 s and needs only BLISS. While matplotlib is not
+    imported yet, igraph is imported with matplotlib hidden (igraph then puts its
+    placeholder in place of plotting, which this package never uses) and matplotlib is
+    importable again right after; where matplotlib is already imported nothing is hidden.
+    """
+    import sys
+
+    if "igraph" not in sys.modules and "matplotlib" not in sys.modules:
+        sys.modules["matplotlib"] = None          # type: ignore[assignment]
+        try:
+            import igraph
+        finally:
+            if sys.modules.get("matplotlib", 0) is None:
+                del sys.modules["matplotlib"]
+    import igraph
+
+    return igraph
 
 
 def shift_permutation(topology: Topology, dim: int) -> np.ndarray:
