@@ -325,12 +325,10 @@ def pair_hops(topology: Topology, src: np.ndarray, dst: np.ndarray) -> np.ndarra
     if not dims or shift_dims(topology) != tuple(range(len(dims))):
         return topology.hop_distances()[src, dst]
     d0 = topology.memo("hops from 0", lambda: _hops_from(topology, 0))
-    sizes = tuple(d.size for d in dims)
-    cu = np.unravel_index(src, sizes, order="F")      # dimension 0 fastest
-    cv = np.unravel_index(dst, sizes, order="F")
-    w = np.ravel_multi_index([(b - a) % n for a, b, n in zip(cu, cv, sizes, strict=True)],
-                             sizes, order="F")
-    return d0[w]
+    from ._shift import translated_lookup
+
+    sizes = np.array([d.size for d in dims], dtype=np.int64)   # dimension 0 fastest
+    return translated_lookup(src, dst, sizes, d0)
 
 
 def _hops_from(topology: Topology, source: int) -> np.ndarray:
