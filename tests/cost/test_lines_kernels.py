@@ -109,3 +109,35 @@ def test_distinct_pairs_are_the_sorted_unique_keys(n, T, pairs):
     assert np.array_equal(distinct_pairs(src, dst, n, np.zeros(0, dtype=bool)), np.unique(keys))
     skip = rng.random(T) < 0.3
     assert np.array_equal(distinct_pairs(src, dst, n, skip), np.unique(keys[~skip]))
+
+
+def _one_link_cases():
+    from topocoll.synth import bidirectional_ring_allreduce, rabenseifner_allreduce, ring_allgather
+    from topocoll.topology import hypercube, ring
+
+    t4 = torus((4, 4), bandwidth=(1e9, 3e9))             # two rates: slopes differ by link
+    yield "ring", ring_allreduce(t4), t4
+    yield "swing", swing_allreduce(t4), t4
+    yield "bidirectional", bidirectional_ring_allreduce(t4), t4
+    h = hypercube(3)                                      # several chunks per transfer
+    yield "rabenseifner", rabenseifner_allreduce(h), h
+    r = ring(6)
+    yield "allgather", ring_allgather(r), r
+
+
+@pytest.mark.parametrize("case", list(_one_link_cases()), ids=lambda c: c[0])
+def test_one_pass_step_times_equal_lines_then_envelope(case):
+    """The fused kernel gives the bits of one_link_lines_table + step_envelope (times and
+    link loads), batch by batch, at sizes that include 0 and uneven ones."""
+    _, s, t = case
+    cbs = np.array([0.0, 1.0, 3e3 + 0.5, 2**21 + 7.0, 2**30])
+    rt, pair_id, explicit = AlphaBeta()._routed(s, t)
+    fused = ab._Evaluator(s, t, rt, pair_id, explicit, 1.0)
+    ref = ab._Evaluator(s, t, rt, pair_id, explicit, 1.0)
+    assert fused.one_link and explicit is None
+    S = s.num_steps
+    for s0, s1 in [(0, S), (0, 1), (1, S), (S // 2, S)]:
+        got = fused.envelope(s0, s1, cbs)
+        want = ab._envelope(*ref.lines(s0, s1), cbs)
+        assert got.shape == (s1 - s0, len(cbs)) and np.array_equal(got, want)
+        assert np.array_equal(fused.link_load, ref.link_load)
