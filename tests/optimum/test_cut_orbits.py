@@ -116,3 +116,27 @@ def test_pair_hops_equal_the_all_pairs_table(name):
     n = t.num_nodes
     u, v = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
     assert np.array_equal(pair_hops(t, u, v), t.hop_distances()[u, v])
+
+
+@pytest.mark.parametrize("spec", ["fattree:k=4", "leafspine:leaves=4,spines=2,hosts=4",
+                                  "dgx:2,gpus=4", "dgx-h100:4", "twotier:racks=3,hosts=2,oversub=2",
+                                  "hier:ring(4)x switch(3)", "hier:fc(2)x ring(3)x switch(2)",
+                                  "star:5", "torus:3x3"])
+def test_switch_nearest_ranks_equal_the_hop_table(spec):
+    """The stopped searches give each switch the ranks at its least hop count, as the
+    hop counts from every switch to every rank did."""
+    from scipy.sparse.csgraph import shortest_path
+
+    from topocoll.optimum.cuts import _switch_nearest
+    from topocoll.topology.spec import parse_spec
+
+    t = parse_spec(spec)
+    near = _switch_nearest(t)
+    assert near.shape == (t.num_switches, t.num_ranks)
+    if not t.num_switches:
+        return
+    d = np.atleast_2d(shortest_path(t.adjacency(), directed=True, unweighted=True,
+                                    indices=np.array(t.switches)))[:, :t.num_ranks]
+    want = (d == d.min(axis=1, keepdims=True)) & np.isfinite(d)
+    assert np.array_equal(near, want)
+    assert near.any(axis=1).all()
