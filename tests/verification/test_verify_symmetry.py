@@ -203,3 +203,43 @@ def test_mulmod61_is_the_exact_product_modulo_the_prime():
     b = np.concatenate([b, np.tile(edge, len(edge))]).astype(np.int64)
     got = _mulmod61_many(a, b)
     assert [int(x) for x in got] == [int(x) * int(y) % P for x, y in zip(a, b, strict=True)]
+
+
+def _cut_down_reference(s, want):
+    """The cut-down schedule's columns by a plain loop over the transfers."""
+    steps, keep, ptr, out = [0], [], [0], []
+    for st in range(s.num_steps):
+        for t in range(int(s.step_ptr[st]), int(s.step_ptr[st + 1])):
+            mine = [int(c) for c in s.chunks[s.chunk_ptr[t]:s.chunk_ptr[t + 1]] if want[c]]
+            if mine:
+                keep.append(t)
+                out += mine
+                ptr.append(len(out))
+        steps.append(len(keep))
+    return steps, keep, ptr, out
+
+
+@pytest.mark.parametrize("make", [bucket_allreduce, swing_allreduce, hamiltonian_rings_allreduce,
+                                  bidirectional_ring_allreduce, ring_reduce_scatter])
+def test_cut_down_equals_a_plain_loop(make):
+    s = make(torus((4, 4)))
+    C = s.collective.num_chunks
+    rng = np.random.default_rng(7)
+    for want in (np.zeros(C, bool), np.ones(C, bool), rng.random(C) < 0.2):
+        ok, step_ptr, keep, ptr, out = sem._cut_down(
+            s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, want, 16,
+            not s.collective.is_reduction)
+        assert ok
+        ref = _cut_down_reference(s, want)
+        assert [step_ptr.tolist(), keep.tolist(), ptr.tolist(), out.tolist()] == list(ref)
+
+
+def test_cut_down_refuses_what_the_direct_run_reports():
+    s = ring_allreduce(ring(6))
+    want = np.ones(s.collective.num_chunks, bool)
+    for col, t, value in (("dst", 5, 6), ("dst", 9, 9 % 6), ("chunks", 17, 99)):
+        bad = {c: getattr(s, c).copy() for c in ("src", "dst", "chunks")}
+        bad[col][t] = value if col != "dst" or value == 6 else bad["src"][t]   # out / itself
+        ok, *rest = sem._cut_down(s.step_ptr, bad["src"], bad["dst"], s.op, s.chunk_ptr,
+                                  bad["chunks"], want, 6, False)
+        assert not ok and all(len(x) == 0 for x in rest)
