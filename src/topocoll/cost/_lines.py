@@ -64,6 +64,20 @@ def one_link_lines(step_ptr, s0, s1, link, nbytes, scale, inv_bw, num_links):
 
 
 @njit(cache=True)
+def _pair_row(pair_ptr, pair_dst, u, v):
+    """The row of pair ``(u, v)`` among source ``u``'s rows ``pair_ptr[u]:pair_ptr[u+1]``
+    (destinations ``pair_dst`` in increasing order): a binary search."""
+    lo, hi = pair_ptr[u], pair_ptr[u + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if pair_dst[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
 def one_link_lines_table(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_link, pair_lat,
                          chunk_ptr, unit, chunk_bytes, inv_bw, num_links):
     """:func:`one_link_lines` from the schedule's columns: each transfer's pair row found
@@ -79,16 +93,9 @@ def one_link_lines_table(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_li
     nbytes = np.empty(T)
     for i in range(T):
         t = base + i
-        v = dst[t]
-        lo, hi = pair_ptr[src[t]], pair_ptr[src[t] + 1]   # the row of destination v
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if pair_dst[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
-        link[i] = pair_link[lo]
-        lat[i] = pair_lat[lo]
+        row = _pair_row(pair_ptr, pair_dst, src[t], dst[t])
+        link[i] = pair_link[row]
+        lat[i] = pair_lat[row]
         nbytes[i] = 1.0 if unit else (chunk_ptr[t + 1] - chunk_ptr[t]) * chunk_bytes
     slope, total = one_link_lines(step_ptr, s0, s1, link, nbytes,
                                   chunk_bytes if unit else 1.0, inv_bw, num_links)
@@ -122,17 +129,10 @@ def one_link_step_times(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_lin
         if a == b:
             continue
         for t in range(a, b):
-            v = dst[t]
-            lo, hi = pair_ptr[src[t]], pair_ptr[src[t] + 1]   # the row of destination v
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if pair_dst[mid] < v:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            k = pair_link[lo]
+            row = _pair_row(pair_ptr, pair_dst, src[t], dst[t])
+            k = pair_link[row]
             link[t - a] = k
-            lat[t - a] = pair_lat[lo]
+            lat[t - a] = pair_lat[row]
             load[k] += 1.0 if unit else (chunk_ptr[t + 1] - chunk_ptr[t]) * chunk_bytes
         for t in range(b - a):
             k = link[t]
