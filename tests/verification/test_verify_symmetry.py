@@ -234,12 +234,24 @@ def test_cut_down_equals_a_plain_loop(make):
         assert [step_ptr.tolist(), keep.tolist(), ptr.tolist(), out.tolist()] == list(ref)
 
 
-def test_cut_down_refuses_what_the_direct_run_reports():
-    s = ring_allreduce(ring(6))
+@pytest.mark.parametrize("fault", [None, "endpoint out of range", "to itself",
+                                   "chunk out of range", "reduce in a copy collective"])
+def test_cut_down_refuses_what_the_direct_run_reports(fault):
+    copy = fault == "reduce in a copy collective"
+    s = ring_allgather(ring(6)) if copy else ring_allreduce(ring(6))
+    src, dst, chunks, op = (getattr(s, c).copy() for c in ("src", "dst", "chunks", "op"))
+    if fault == "endpoint out of range":
+        dst[5] = 6
+    elif fault == "to itself":
+        dst[9] = src[9]
+    elif fault == "chunk out of range":
+        chunks[17] = 99
+    elif copy:
+        op[3] = 1                                   # a REDUCE in an allgather
     want = np.ones(s.collective.num_chunks, bool)
-    for col, t, value in (("dst", 5, 6), ("dst", 9, 9 % 6), ("chunks", 17, 99)):
-        bad = {c: getattr(s, c).copy() for c in ("src", "dst", "chunks")}
-        bad[col][t] = value if col != "dst" or value == 6 else bad["src"][t]   # out / itself
-        ok, *rest = sem._cut_down(s.step_ptr, bad["src"], bad["dst"], s.op, s.chunk_ptr,
-                                  bad["chunks"], want, 6, False)
+    ok, *rest = sem._cut_down(s.step_ptr, src, dst, op, s.chunk_ptr, chunks, want, 6,
+                              not s.collective.is_reduction)
+    if fault is None:                               # the untouched schedule is kept whole
+        assert ok and rest[1].tolist() == list(range(s.num_transfers))
+    else:
         assert not ok and all(len(x) == 0 for x in rest)
