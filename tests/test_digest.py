@@ -47,3 +47,15 @@ def test_integer_arrays_are_hashed_at_the_width_their_values_need():
     assert content_digest(np.array([True, False])) == content_digest(np.array([1, 0], np.int8))
     assert content_digest(np.array([127])) != content_digest(np.array([128]))
     assert content_digest(np.zeros(0, np.int64)) == content_digest(np.zeros(0, np.int8))
+
+
+@pytest.mark.parametrize("r", [range(0), range(1), range(128), range(129), range(-129, 5, 3),
+                               range(2**31 - 3, 2**31 + 2), range(10, -10, -1),
+                               range(0, 2 * (1 << 22) + 5)])
+def test_a_range_hashes_as_its_array(r):
+    """At every integer width (int8, int32, int64 boundaries), empty, descending, and over
+    several hashing blocks."""
+    assert content_digest(r) == content_digest(np.arange(r.start, r.stop, r.step,
+                                                         dtype=np.int64))
+    if len(r) < 1000:                   # a list is another structure
+        assert content_digest(r) != content_digest(list(r))

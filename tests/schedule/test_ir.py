@@ -200,3 +200,58 @@ def test_schedule_fingerprint_is_pinned():
     s = ring_allreduce(parse_spec("torus:4x4,bw=400Gbps,lat=100ns"))
     assert s.fingerprint() == (
         "ec1ad236fdc0f58295edeeb79f6c78e544580c01f2cc32f31446c56baedae673")
+
+
+def _stored(s: Schedule) -> Schedule:
+    """``s`` with its chunk pointer stored (an explicit ``arange``)."""
+    return Schedule(s.collective, s.step_ptr, s.src, s.dst, s.op,
+                    np.arange(s.num_transfers + 1), s.chunks, name=s.name, meta=s.meta)
+
+
+def test_one_chunk_per_transfer_keeps_no_pointer_until_read():
+    s = ring_allreduce(ring(5))
+    assert s.unit_chunks and "chunk_ptr" not in vars(s)
+    assert len(s.compact_chunk_ptr) == 0 and not s.compact_chunk_ptr.flags.writeable
+    assert s.chunk_counts().tolist() == [1] * s.num_transfers
+    explicit = _stored(s)
+    assert explicit.unit_chunks and np.array_equal(explicit.compact_chunk_ptr, [])
+    # the same schedule either way: fingerprint (without making the pointer), steps
+    assert s.fingerprint() == explicit.fingerprint() and "chunk_ptr" not in vars(s)
+    assert s.steps == explicit.steps
+    assert s.replace(name="x").fingerprint() == explicit.replace(name="x").fingerprint()
+    assert "chunk_ptr" not in vars(s.replace(name="x"))
+    ptr = s.chunk_ptr                                    # made on first read, then kept
+    assert ptr.tolist() == list(range(s.num_transfers + 1)) and not ptr.flags.writeable
+    assert s.chunk_ptr is ptr
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = s.nothing
+
+
+def test_implicit_pointer_survives_pickle_files_and_transforms(tmp_path):
+    import pickle
+
+    s = ring_allgather(ring(4))
+    back = pickle.loads(pickle.dumps(s))
+    assert "chunk_ptr" not in vars(back) and back.fingerprint() == s.fingerprint()
+    assert back.chunk_ptr.tolist() == list(range(s.num_transfers + 1))
+    for suffix in (".npz", ".json"):
+        save_schedule(s, tmp_path / f"s{suffix}")
+        assert load_schedule(tmp_path / f"s{suffix}").fingerprint() == s.fingerprint()
+    rs = reverse(s, reduce_scatter(4))
+    assert rs.unit_chunks and "chunk_ptr" not in vars(rs)
+    assert rs.fingerprint() == reverse(_stored(s), reduce_scatter(4)).fingerprint()
+    assert verify(rs, ring(4)).ok
+    both = concat([ring_allgather(ring(4)), s])
+    assert "chunk_ptr" not in vars(both) and both.num_transfers == 2 * s.num_transfers
+    mixed = overlay([s, Schedule.from_steps(allgather(4), [[Transfer(0, 1, (0, 1))]])])
+    assert not mixed.unit_chunks and "chunk_ptr" in vars(mixed)
+    assert mixed.chunk_counts()[:5].tolist() == [1, 1, 1, 1, 2]   # step 0: the ring, then it
+
+
+def test_without_a_pointer_every_transfer_carries_one_chunk():
+    s = ring_allgather(ring(3))
+    with pytest.raises(ScheduleError, match="without chunk_ptr every transfer carries one"):
+        Schedule(s.collective, s.step_ptr, s.src, s.dst, s.op, None, s.chunks[:-1])
+    b = ScheduleBuilder(allgather(3))
+    b.add_many([0, 1], [1, 2], (np.array([0, 1, 2]), np.array([0, 1])))   # a CSR of ones
+    assert "chunk_ptr" not in vars(b.build())

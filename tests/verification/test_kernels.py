@@ -52,7 +52,10 @@ def corrupt(s, rng):
     return cols
 
 
-def run(kernel, s, cols, nparts):
+def run(kernel, s, cols, nparts, ptr=None):
+    """``kernel`` over ``cols``, with ``s``'s stored chunk pointer or ``ptr`` (the compact
+    one: empty for one chunk per transfer)."""
+    ptr = s.chunk_ptr if ptr is None else ptr
     coll = s.collective
     C, R = coll.num_chunks, int(max(cols["src"].max(), cols["dst"].max(), max(coll.ranks))) + 1
     state = np.zeros((C, R, 4), np.uint32)
@@ -63,11 +66,10 @@ def run(kernel, s, cols, nparts):
     sem._init(state, target, pre.indptr[:-1], pre.indptr[1:], pre.indices,
               np.zeros(R, np.int64), h, False)
     rows, total = [], 0
-    maxe = sem._largest_step(s.step_ptr, s.chunk_ptr)
+    maxe = sem._largest_step(s.step_ptr, ptr)
     for part in range(nparts):
         rec = np.zeros((10_000, 4), np.int64)
-        args = (s.step_ptr, cols["src"], cols["dst"], cols["op"], s.chunk_ptr, cols["chunks"],
-                state)
+        args = (s.step_ptr, cols["src"], cols["dst"], cols["op"], ptr, cols["chunks"], state)
         if kernel == "general":
             n, t = sem._steps_part(part, nparts, *args, False, pre.sizes().astype(np.uint32),
                                    members, coll.is_reduction, rec, 10_000, False, maxe)
@@ -85,6 +87,7 @@ def run(kernel, s, cols, nparts):
 @pytest.mark.parametrize("make", SCHEDULES)
 def test_fingerprint_kernel_records_what_the_general_kernel_records(make):
     s = make()
+    assert s.unit_chunks and len(s.compact_chunk_ptr) == 0
     rng = np.random.default_rng(7)
     found = twins = 0
     for trial in range(40):
@@ -94,6 +97,10 @@ def test_fingerprint_kernel_records_what_the_general_kernel_records(make):
         fast = run("fingerprint", s, cols, 2)
         assert fast[0] == general[0] and fast[1] == general[1]
         assert np.array_equal(fast[2], general[2])      # the same final cells
+        for kernel, want in (("general", general), ("fingerprint", fast)):
+            # the implicit pointer of one chunk per transfer: the same records and cells
+            implicit = run(kernel, s, cols, 2, ptr=s.compact_chunk_ptr)
+            assert implicit[:2] == want[:2] and np.array_equal(implicit[2], want[2])
         if trial == 0:
             assert general[1] == 0                      # the schedule itself is correct
         found += general[1] > 0

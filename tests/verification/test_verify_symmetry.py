@@ -152,6 +152,33 @@ def test_the_claims_check_is_what_catches_a_broken_orbit(monkeypatch):
     assert verify(bad, ring(7), method="fingerprint", collect=True).ok
 
 
+def test_the_claims_check_reads_an_implicit_pointer_as_a_stored_one(monkeypatch):
+    """Schedules of one chunk per transfer reach the claims' check with an empty chunk
+    pointer (:attr:`~topocoll.schedule.Schedule.compact_chunk_ptr`): its products and
+    counts equal those of the stored pointer, on intact and corrupted schedules."""
+    real = sem._claim_products
+    seen = []
+
+    def both(step_ptr, src, dst, op, chunk_ptr, *rest):
+        got = real(step_ptr, src, dst, op, chunk_ptr, *rest)
+        seen.append(len(chunk_ptr))
+        if len(chunk_ptr) == 0:
+            stored = real(step_ptr, src, dst, op, np.arange(len(src) + 1, dtype=np.int64),
+                          *rest)
+            assert all(np.array_equal(a, b) for a, b in zip(got, stored, strict=True))
+        return got
+
+    monkeypatch.setattr(sem, "SYMMETRY_MIN_ENTRIES", 0)
+    monkeypatch.setattr(sem, "_claim_products", both)
+    rng = np.random.default_rng(5)
+    for name in ("ring-allreduce-7", "hamiltonian-4x4", "swing-allreduce-8x4"):
+        s = SCHEDULES[name][0]()
+        for c in [s] + [corrupted(s, rng) for _ in range(5)]:
+            verify(c, method="fingerprint", collect=True)
+    # the ring and the Hamiltonian rings carry one chunk per transfer, swing several
+    assert seen.count(0) >= 10 and any(seen)
+
+
 def test_wrong_claims_cost_only_the_check(monkeypatch):
     s = ring_allreduce(ring(6))
     r = np.arange(6)
@@ -226,12 +253,13 @@ def test_cut_down_equals_a_plain_loop(make):
     C = s.collective.num_chunks
     rng = np.random.default_rng(7)
     for want in (np.zeros(C, bool), np.ones(C, bool), rng.random(C) < 0.2):
-        ok, step_ptr, keep, ptr, out = sem._cut_down(
-            s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, want, 16,
-            not s.collective.is_reduction)
-        assert ok
         ref = _cut_down_reference(s, want)
-        assert [step_ptr.tolist(), keep.tolist(), ptr.tolist(), out.tolist()] == list(ref)
+        for chunk_ptr in (s.chunk_ptr, s.compact_chunk_ptr):   # stored, and as kernels get it
+            ok, step_ptr, keep, ptr, out = sem._cut_down(
+                s.step_ptr, s.src, s.dst, s.op, chunk_ptr, s.chunks, want, 16,
+                not s.collective.is_reduction)
+            assert ok
+            assert [step_ptr.tolist(), keep.tolist(), ptr.tolist(), out.tolist()] == list(ref)
 
 
 @pytest.mark.parametrize("fault", [None, "endpoint out of range", "to itself",

@@ -325,7 +325,7 @@ class _Evaluator:
             hops = int(np.diff(schedule.path_ptr).max())
             self.max_route_len = max(self.max_route_len, hops * bundle)
         self.link_load = np.zeros(self.num_links)
-        self.unit_chunks = schedule.chunk_ptr[-1] == schedule.num_transfers
+        self.unit_chunks = schedule.unit_chunks
         if self.one_link and explicit is None:  # one link per pair, fraction 1
             self.pair_link = rt.link[rt.ptr[:-1]]
             self.inv_bw = 1.0 / self.bw
@@ -339,7 +339,7 @@ class _Evaluator:
         ptr, dst = self.pair_id.by_source
         lat, slope, batch_load = one_link_lines_table(
             sp, s0, s1, self.s.src, self.s.dst, ptr, dst, self.pair_link, self.rt.latency,
-            self.s.chunk_ptr, self.unit_chunks, float(self.chunk_bytes), self.inv_bw,
+            self.s.compact_chunk_ptr, self.unit_chunks, float(self.chunk_bytes), self.inv_bw,
             self.num_links)
         self.link_load += batch_load
         return lat, slope, sp[s0:s1 + 1] - a
@@ -355,8 +355,9 @@ class _Evaluator:
             ptr, dst = self.pair_id.by_source
             out, batch_load = one_link_step_times(
                 sp, s0, s1, self.s.src, self.s.dst, ptr, dst, self.pair_link,
-                self.rt.latency, self.s.chunk_ptr, self.unit_chunks, float(self.chunk_bytes),
-                self.inv_bw, self.num_links, np.asarray(cbs, dtype=np.float64))
+                self.rt.latency, self.s.compact_chunk_ptr, self.unit_chunks,
+                float(self.chunk_bytes), self.inv_bw, self.num_links,
+                np.asarray(cbs, dtype=np.float64))
             self.link_load += batch_load
             return out
         return _envelope(*self.lines(s0, s1), cbs)
@@ -386,6 +387,8 @@ class _Evaluator:
         return owner, link, frac, lat
 
     def _bytes(self, a: int, b: int) -> np.ndarray:
+        if self.unit_chunks:
+            return np.ones(b - a, dtype=np.int64) * self.chunk_bytes
         return np.diff(self.s.chunk_ptr[a:b + 1]) * self.chunk_bytes
 
     def batch(self, s0: int, s1: int) -> np.ndarray:

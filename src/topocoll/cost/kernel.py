@@ -127,7 +127,7 @@ def step_loads(schedule: Schedule, topology: Topology, message_bytes: float
 
     S = schedule.num_steps
     step = np.repeat(np.arange(S), np.diff(schedule.step_ptr))
-    nbytes = np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(message_bytes)
+    nbytes = schedule.chunk_counts() * schedule.collective.chunk_bytes(message_bytes)
     explicit = np.zeros(len(step), dtype=bool)
     if schedule.has_paths:
         explicit = np.diff(schedule.path_ptr) > 0

@@ -197,8 +197,10 @@ def save_schedule(schedule: Schedule, path: str | Path, *, level: int = 6) -> No
                              "meta": dict(s.meta),
                              "collective": {"kind": c.kind, "ranks": list(c.ranks),
                                             "split": c.split, "root": c.root}})
+        # an implicit pointer is written (the format has one) but not kept on ``s``
+        cp = np.arange(s.num_transfers + 1, dtype=np.int64) if s.unit_chunks else s.chunk_ptr
         arrays = {"header": np.array(header), "step_ptr": s.step_ptr, "src": s.src,
-                  "dst": s.dst, "op": s.op, "chunk_ptr": s.chunk_ptr, "chunks": s.chunks,
+                  "dst": s.dst, "op": s.op, "chunk_ptr": cp, "chunks": s.chunks,
                   **extra}
         _write_npz(path, arrays, level)
         return

@@ -20,10 +20,18 @@ step_ptr       int64     transfers of step ``s`` are ``step_ptr[s] : step_ptr[s+
 src, dst       int32     endpoints of each transfer
 op             int8      :class:`Op` of each transfer
 chunk_ptr      int64     chunks of transfer ``t`` are ``chunks[chunk_ptr[t]:chunk_ptr[t+1]]``
+                         (implicit where every transfer carries one chunk, see below)
 chunks         int32     chunk ids (>= 1 per transfer)
 path_ptr       int64     optional; empty range means "route with the topology"
 path_nodes     int32     optional; explicit node paths ``src, ..., dst``
 =============  ========  ===============================================================
+
+A schedule of one chunk per transfer (rings, pairwise exchanges, most schedules at scale)
+has ``chunk_ptr == arange(T + 1)``: it is built with ``chunk_ptr=None`` and not stored
+(1 GB for the 134 million transfers of the 64x64 torus's Hamiltonian rings). Reading
+``schedule.chunk_ptr`` makes it on first use; compiled kernels take
+:attr:`Schedule.compact_chunk_ptr` (empty for such schedules) and
+:func:`topocoll.schedule.spans.chunk_start`, and never need it.
 
 Readable access (``schedule.steps``, :class:`Transfer`) is provided for small schedules
 and tests; synthesizers for large schedules use :class:`ScheduleBuilder.add_many`.
@@ -105,6 +113,11 @@ class Symmetry:
                                 "length", kind="malformed")
 
 
+#: :attr:`Schedule.compact_chunk_ptr` of a schedule of one chunk per transfer.
+_NO_PTR = np.zeros(0, dtype=np.int64)
+_NO_PTR.flags.writeable = False
+
+
 def _ro(a: np.ndarray, dtype) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=dtype)
     if a.flags.writeable:
@@ -133,7 +146,7 @@ class Schedule:
     src: np.ndarray
     dst: np.ndarray
     op: np.ndarray
-    chunk_ptr: np.ndarray
+    chunk_ptr: np.ndarray | None
     chunks: np.ndarray
     path_ptr: np.ndarray | None = None
     path_nodes: np.ndarray | None = None
@@ -149,7 +162,10 @@ class Schedule:
         set_(self, "src", _ro(self.src, np.int32))
         set_(self, "dst", _ro(self.dst, np.int32))
         set_(self, "op", _ro(self.op, np.int8))
-        set_(self, "chunk_ptr", _ro(self.chunk_ptr, np.int64))
+        if self.chunk_ptr is None:        # one chunk per transfer: made when first read
+            del self.__dict__["chunk_ptr"]
+        else:
+            set_(self, "chunk_ptr", _ro(self.chunk_ptr, np.int64))
         set_(self, "chunks", _ro(self.chunks, np.int32))
         if self.path_ptr is not None:
             set_(self, "path_ptr", _ro(self.path_ptr, np.int64))
@@ -158,13 +174,40 @@ class Schedule:
         set_(self, "symmetries", tuple(self.symmetries))
         self._check_shape()
 
+    def __getattr__(self, name: str):
+        # only reached for an attribute not set: an implicit chunk_ptr, made once
+        d = self.__dict__
+        if name == "chunk_ptr" and "src" in d:
+            cp = _ro(np.arange(len(d["src"]) + 1, dtype=np.int64), np.int64)
+            object.__setattr__(self, "chunk_ptr", cp)
+            return cp
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _check_shape(self) -> None:
         t = len(self.src)
-        sp, cp = self.step_ptr, self.chunk_ptr
+        sp = self.step_ptr
         if len(sp) < 1 or sp[0] != 0 or sp[-1] != t or np.any(np.diff(sp) < 0):
             raise ScheduleError("malformed schedule: step_ptr must rise from 0 to the transfer "
                                 "count", kind="malformed")
-        if len(self.dst) != t or len(self.op) != t or len(cp) != t + 1:
+        if len(self.dst) != t or len(self.op) != t:
+            raise ScheduleError("malformed schedule: column lengths differ", kind="malformed")
+        if "chunk_ptr" not in self.__dict__:
+            if len(self.chunks) != t:
+                raise ScheduleError("malformed schedule: without chunk_ptr every transfer "
+                                    "carries one chunk", kind="malformed")
+        else:
+            self._check_chunk_ptr()
+        if t and (self.op.min() < 0 or self.op.max() > 1):
+            raise ScheduleError("malformed schedule: op must be 0 (copy) or 1 (reduce)",
+                                kind="malformed")
+        if self.path_ptr is not None and (len(self.path_ptr) != t + 1 or
+                                          self.path_ptr[-1] != len(self.path_nodes)):
+            raise ScheduleError("malformed schedule: path_ptr does not match transfers",
+                                kind="malformed")
+
+    def _check_chunk_ptr(self) -> None:
+        t, cp = len(self.src), self.chunk_ptr
+        if len(cp) != t + 1:
             raise ScheduleError("malformed schedule: column lengths differ", kind="malformed")
         if cp[0] != 0 or cp[-1] != len(self.chunks):
             raise ScheduleError("malformed schedule: chunk_ptr must rise from 0 to the chunk count",
@@ -173,13 +216,6 @@ class Schedule:
             i = int(np.argmin(np.diff(cp)))
             raise ScheduleError(f"transfer {i} ({self.src[i]}->{self.dst[i]}) carries no chunks",
                                 kind="malformed", transfer=i, step=self.step_of(i))
-        if t and (self.op.min() < 0 or self.op.max() > 1):
-            raise ScheduleError("malformed schedule: op must be 0 (copy) or 1 (reduce)",
-                                kind="malformed")
-        if self.path_ptr is not None and (len(self.path_ptr) != t + 1 or
-                                          self.path_ptr[-1] != len(self.path_nodes)):
-            raise ScheduleError("malformed schedule: path_ptr does not match transfers",
-                                kind="malformed")
 
     def fingerprint(self) -> str:
         """A stable content hash (64 hex digits) of the schedule: its collective (kind,
@@ -198,8 +234,10 @@ class Schedule:
         """
         c = self.collective
         paths = (self.path_ptr, self.path_nodes) if self.has_paths else None
+        # an implicit chunk_ptr is hashed as the array it stands for, never made
+        cp = self.__dict__.get("chunk_ptr", range(self.num_transfers + 1))
         return content_digest("topocoll.Schedule/1", c.kind, list(c.ranks), c.split, c.root,
-                              self.step_ptr, self.src, self.dst, self.op, self.chunk_ptr,
+                              self.step_ptr, self.src, self.dst, self.op, cp,
                               self.chunks, paths, self.name, dict(self.meta))
 
     # ------------------------------------------------------------------ sizes
@@ -218,8 +256,25 @@ class Schedule:
         """True if at least one transfer carries an explicit path."""
         return self.path_ptr is not None and len(self.path_nodes) > 0
 
+    @property
+    def unit_chunks(self) -> bool:
+        """True when every transfer carries exactly one chunk (``chunk_ptr`` is then
+        ``arange(T + 1)``: a strictly rising pointer from 0 to ``T`` over ``T + 1``
+        entries can be nothing else)."""
+        return len(self.chunks) == len(self.src)
+
+    @property
+    def compact_chunk_ptr(self) -> np.ndarray:
+        """``chunk_ptr`` as compiled kernels take it: empty when :attr:`unit_chunks`
+        (then transfer ``t``'s chunk is ``chunks[t]``; read spans with
+        :func:`topocoll.schedule.spans.chunk_start`), so that such a schedule's pointer is
+        neither made nor streamed."""
+        return _NO_PTR if self.unit_chunks else self.chunk_ptr
+
     def chunk_counts(self) -> np.ndarray:
         """Number of chunks carried by each transfer."""
+        if self.unit_chunks:
+            return np.ones(self.num_transfers, dtype=np.int64)
         return np.diff(self.chunk_ptr)
 
     def transfer_steps(self) -> np.ndarray:
@@ -240,7 +295,10 @@ class Schedule:
         path = None
         if self.path_ptr is not None and self.path_ptr[t + 1] > self.path_ptr[t]:
             path = tuple(int(x) for x in self.path_nodes[self.path_ptr[t]: self.path_ptr[t + 1]])
-        ch = tuple(int(x) for x in self.chunks[self.chunk_ptr[t]: self.chunk_ptr[t + 1]])
+        if self.unit_chunks:
+            ch = (int(self.chunks[t]),)
+        else:
+            ch = tuple(int(x) for x in self.chunks[self.chunk_ptr[t]: self.chunk_ptr[t + 1]])
         return Transfer(int(self.src[t]), int(self.dst[t]), ch, Op(int(self.op[t])), path)
 
     def step(self, s: int) -> tuple[Transfer, ...]:
@@ -281,6 +339,8 @@ class Schedule:
         """A copy with some fields replaced (``dataclasses.replace``)."""
         import dataclasses
 
+        if "chunk_ptr" not in changes and "chunk_ptr" not in self.__dict__:
+            changes["chunk_ptr"] = None         # still implicit
         return dataclasses.replace(self, **changes)
 
 
@@ -454,13 +514,15 @@ class ScheduleBuilder:
 
         step_ptr = np.zeros(len(step_sizes) + 1, dtype=np.int64)
         np.cumsum(step_sizes, out=step_ptr[1:])
-        if single:  # one chunk per transfer: no need to add up counts
-            chunk_ptr = np.arange(sum(len(x) for x in srcs) + 1, dtype=np.int64)
+        if single:  # one chunk per transfer: the pointer is implicit
+            chunk_ptr = None
         else:
             cnt = cat([np.ones(len(x), np.int32) if c is None else c
                        for c, x in zip(counts, srcs, strict=True)], np.int32)
-            chunk_ptr = np.zeros(len(cnt) + 1, dtype=np.int64)
-            np.cumsum(cnt, out=chunk_ptr[1:])
+            chunk_ptr = None
+            if not (cnt == 1).all():     # else one chunk per transfer after all: implicit
+                chunk_ptr = np.zeros(len(cnt) + 1, dtype=np.int64)
+                np.cumsum(cnt, out=chunk_ptr[1:])
             del cnt
         path_ptr = path_nodes = None
         if self._any_path:

@@ -25,6 +25,11 @@ def _paths(s: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return s.path_ptr, s.path_nodes
 
 
+def _ptr(s: Schedule) -> np.ndarray | None:
+    """``s``'s chunk pointer to pass on: None (implicit) for one chunk per transfer."""
+    return None if s.unit_chunks else s.chunk_ptr
+
+
 def _assemble(collective, parts, step_sizes, name, meta) -> Schedule:
     """Concatenate transfer rows ``parts`` = list of (schedule, transfer index array)."""
     src = np.concatenate([s.src[i] for s, i in parts]) if parts else np.zeros(0, np.int32)
@@ -32,16 +37,22 @@ def _assemble(collective, parts, step_sizes, name, meta) -> Schedule:
     op = np.concatenate([s.op[i] for s, i in parts]) if parts else np.zeros(0, np.int8)
     counts, ids, pcounts, pnodes = [], [], [], []
     any_path = any(s.path_ptr is not None for s, _ in parts)
+    unit = all(s.unit_chunks for s, _ in parts)
     for s, i in parts:
-        cnt = np.diff(s.chunk_ptr)[i]
-        counts.append(cnt)
-        ids.append(_gather_ragged(s.chunk_ptr, s.chunks, i))
+        if unit:
+            ids.append(s.chunks[i])
+        else:
+            counts.append(s.chunk_counts()[i])
+            ids.append(_gather_ragged(s.chunk_ptr, s.chunks, i) if not s.unit_chunks
+                       else s.chunks[i])
         if any_path:
             pp, pn = _paths(s)
             pcounts.append(np.diff(pp)[i])
             pnodes.append(_gather_ragged(pp, pn, i))
-    cnt = np.concatenate(counts) if counts else np.zeros(0, np.int64)
-    chunk_ptr = np.concatenate([[0], np.cumsum(cnt)])
+    chunk_ptr = None
+    if not unit:
+        cnt = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+        chunk_ptr = np.concatenate([[0], np.cumsum(cnt)])
     path_ptr = path_nodes = None
     if any_path:
         pc = np.concatenate(pcounts)
@@ -101,6 +112,7 @@ def concat(schedules: Sequence[Schedule], collective: Collective | None = None, 
         path_ptr, path_nodes = ptrs([p for p, _ in pp]), cat([n for _, n in pp])
     return Schedule(coll, ptrs([s.step_ptr for s in schedules]), cat([s.src for s in schedules]),
                     cat([s.dst for s in schedules]), cat([s.op for s in schedules]),
+                    None if all(s.unit_chunks for s in schedules) else
                     ptrs([s.chunk_ptr for s in schedules]), cat([s.chunks for s in schedules]),
                     path_ptr, path_nodes, name=name, meta=meta or {})
 
@@ -148,7 +160,7 @@ def reverse(schedule: Schedule, collective: Collective, *, name: str = "",
     s = schedule
     flipped = Schedule(s.collective, s.step_ptr, s.dst, s.src,
                        np.where(s.op == Op.COPY, Op.REDUCE, Op.COPY).astype(np.int8),
-                       s.chunk_ptr, s.chunks, *(_reversed_paths(s)), name=s.name, meta=s.meta)
+                       _ptr(s), s.chunks, *(_reversed_paths(s)), name=s.name, meta=s.meta)
     return _assemble(collective, [(flipped, order)], sizes.tolist(),
                      name or f"reverse({s.name})", meta or dict(s.meta))
 
@@ -185,7 +197,7 @@ def relabel(schedule: Schedule, mapping: Sequence[int] | np.ndarray, collective:
         raise ScheduleError(f"relabel: node {top} has no entry in the mapping of length {len(m)}",
                             kind="malformed", rank=top)
     pn = m[s.path_nodes] if s.path_nodes is not None else None
-    return Schedule(collective, s.step_ptr, m[s.src], m[s.dst], s.op, s.chunk_ptr, s.chunks,
+    return Schedule(collective, s.step_ptr, m[s.src], m[s.dst], s.op, _ptr(s), s.chunks,
                     s.path_ptr, pn, name=name or s.name, meta=s.meta)
 
 
@@ -195,5 +207,5 @@ def remap_chunks(schedule: Schedule, mapping: Sequence[int] | np.ndarray,
     into a larger collective's (e.g. half ``h`` of block ``b`` is chunk ``2*b + h``)."""
     m = np.asarray(mapping, dtype=np.int64)
     s = schedule
-    return Schedule(collective or s.collective, s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr,
+    return Schedule(collective or s.collective, s.step_ptr, s.src, s.dst, s.op, _ptr(s),
                     m[s.chunks], s.path_ptr, s.path_nodes, name=s.name, meta=s.meta)

@@ -320,7 +320,7 @@ def congestion_profile(schedule: Schedule, topology: Topology, message_bytes: fl
     step = np.repeat(np.arange(schedule.num_steps), np.diff(schedule.step_ptr))
     sent = np.zeros((schedule.num_steps, p))
     np.add.at(sent, (step, schedule.src),
-              np.diff(schedule.chunk_ptr) * schedule.collective.chunk_bytes(message_bytes))
+              schedule.chunk_counts() * schedule.collective.chunk_bytes(message_bytes))
     inject = sent.max(axis=1) / (ports * float(topology.link_bandwidth.min()))
     return {"steps": int(used.sum()), "xi": float(peak[used].sum() / ideal),
             "injection_xi": float(inject.sum() / ideal),

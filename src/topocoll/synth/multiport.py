@@ -387,7 +387,9 @@ def _direct(plan: Plan, collective: Collective, phases: Sequence[str], port_majo
                 part = rows[j * Q:(j + 1) * Q]
                 part[:] = invs[j][part]
     step_ptr = np.arange(len(order) + 1, dtype=np.int64) * (P * Q)
-    return Schedule(collective, step_ptr, src, dst, op, chunk_ptr, chunks, name=name, meta=meta)
+    unit = len(chunks) == T          # one chunk per transfer: the pointer is implicit
+    return Schedule(collective, step_ptr, src, dst, op, None if unit else chunk_ptr, chunks,
+                    name=name, meta=meta)
 
 
 def plan_translations(plan: Plan, kind: str, by: int) -> list[Symmetry]:

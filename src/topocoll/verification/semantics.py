@@ -55,6 +55,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..collective import Collective
 from ..schedule import Schedule
+from ..schedule.spans import chunk_start
 
 __all__ = ["Violation", "VIOLATION_KINDS", "execute", "MERSENNE31", "MERSENNE61", "Collector",
            "set_ranges", "orbit_representatives", "SYMMETRY_MIN_ENTRIES"]
@@ -186,13 +187,13 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
     for s in range(len(step_ptr) - 1):
         a = step_ptr[s]
         b = step_ptr[s + 1]
-        base = chunk_ptr[a]
+        base = chunk_start(chunk_ptr, a)
         # phase 1: validate and gather every source value as of the start of the step
         for t in range(a, b):
             u = src[t]
             tbad, n, total = _check_transfer(part, t, u, dst[t], R, op[t], is_reduction,
                                              rec, n, total, limit)
-            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+            for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
                 k = e - base
                 ok[k] = False
                 c = chunks[e]
@@ -217,7 +218,7 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
         for t in range(a, b):
             v = dst[t]
             red = op[t] == 1
-            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+            for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
                 k = e - base
                 if not ok[k]:
                     continue
@@ -280,13 +281,13 @@ def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, c
     for s in range(len(step_ptr) - 1):
         a = step_ptr[s]
         b = step_ptr[s + 1]
-        base = chunk_ptr[a]
+        base = chunk_start(chunk_ptr, a)
         # phase 1: validate and gather every source value as of the start of the step
         for t in range(a, b):
             u = src[t]
             tbad, n, total = _check_transfer(part, t, u, dst[t], R, op[t], is_reduction,
                                              rec, n, total, limit)
-            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+            for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
                 c = chunks[e]
                 if c < 0 or c >= C:
                     if report and not tbad:
@@ -310,7 +311,7 @@ def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, c
         for t in range(a, b):
             v = dst[t]
             red = op[t] == 1
-            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+            for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
                 c = chunks[e]
                 if c < 0 or c >= C:
                     continue
@@ -350,7 +351,8 @@ def _largest_step(step_ptr, chunk_ptr):
     """The most (transfer, chunk) entries in one step: the size of a kernel's step buffer."""
     maxe = 0
     for s in range(len(step_ptr) - 1):
-        maxe = max(maxe, chunk_ptr[step_ptr[s + 1]] - chunk_ptr[step_ptr[s]])
+        maxe = max(maxe, chunk_start(chunk_ptr, step_ptr[s + 1]) -
+                   chunk_start(chunk_ptr, step_ptr[s]))
     return maxe
 
 
@@ -468,9 +470,9 @@ def _run_rows(s: Schedule, num_ranks: int, exact: bool, rows: np.ndarray, first:
     # one partition of the chunks per thread; a few thousand chunks at least per part
     nparts = max(1, min(get_num_threads(), len(rows) // 2048))
     rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
-    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, state, exact,
-                    ctx["pre_size"], ctx["members"], coll.is_reduction, rec, limit, stop_early,
-                    slot, C, first)
+    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.compact_chunk_ptr, s.chunks, state,
+                    exact, ctx["pre_size"], ctx["members"], coll.is_reduction, rec, limit,
+                    stop_early, slot, C, first)
     steps = [rec[i, :counts[i, 0]] for i in range(nparts)]
     frec = np.zeros((max(out_limit, 1), 4), dtype=np.int64)
     n, total, k = _final(state, target, post[0][rows], post[1][rows], post[2], exact,
@@ -564,9 +566,9 @@ def _entries_of(s: Schedule, num_ranks: int, chunks: np.ndarray) -> Schedule | N
     C = coll.num_chunks
     want = np.zeros(C, dtype=np.bool_)
     want[chunks] = True
-    ok, step_ptr, keep, chunk_ptr, ch = _cut_down(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr,
-                                                  s.chunks, want, num_ranks,
-                                                  not coll.is_reduction)
+    ok, step_ptr, keep, chunk_ptr, ch = _cut_down(s.step_ptr, s.src, s.dst, s.op,
+                                                  s.compact_chunk_ptr, s.chunks, want,
+                                                  num_ranks, not coll.is_reduction)
     if not ok:
         return None
     return Schedule(coll, step_ptr, s.src[keep], s.dst[keep], s.op[keep], chunk_ptr, ch)
@@ -588,7 +590,7 @@ def _cut_down(step_ptr, src, dst, op, chunk_ptr, chunks, want, N, copy_only):
             return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
                     np.zeros(0, np.int64), np.zeros(0, np.int32))
         k = 0
-        for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+        for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
             c = chunks[e]
             if c < 0 or c >= C:
                 return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
@@ -607,7 +609,7 @@ def _cut_down(step_ptr, src, dst, op, chunk_ptr, chunks, want, N, copy_only):
     for st in range(S):
         for t in range(step_ptr[st], step_ptr[st + 1]):
             j0 = j
-            for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+            for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
                 if want[chunks[e]]:
                     out[j] = chunks[e]
                     j += 1
@@ -678,7 +680,7 @@ def _claim_products(step_ptr, src, dst, op, chunk_ptr, chunks, sig, pi, z0, z1, 
                 u, v, o = np.int64(src[t]), np.int64(dst[t]), np.int64(op[t])
                 if u < 0 or u >= N or v < 0 or v >= N:
                     continue            # the direct run of the representatives reports it
-                for e in range(chunk_ptr[t], chunk_ptr[t + 1]):
+                for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
                     c = np.int64(chunks[e])
                     if c < 0 or c >= C:
                         continue
@@ -780,8 +782,9 @@ def orbit_representatives(s: Schedule, num_ranks: int, seed: int = 0
         return None
     z = np.random.default_rng([seed, 61]).integers(0, MERSENNE61, size=2, dtype=np.int64)
     nparts = max(1, min(get_num_threads(), S))
-    prod, count = _claim_products(s.step_ptr, s.src, s.dst, s.op, s.chunk_ptr, s.chunks, sig,
-                                  pi.astype(np.int32), z[0], z[1], N, C, nparts)
+    prod, count = _claim_products(s.step_ptr, s.src, s.dst, s.op, s.compact_chunk_ptr,
+                                  s.chunks, sig, pi.astype(np.int32), z[0], z[1], N, C,
+                                  nparts)
     total = np.ones((D, 4), dtype=object)
     for part in range(nparts):
         total = total * prod[:, part].astype(object) % MERSENNE61
