@@ -15,6 +15,7 @@ from collections import deque
 import numpy as np
 import pytest
 
+import topocoll.schedule.lower as lower_module
 from topocoll.collective import allreduce
 from topocoll.errors import ScheduleError
 from topocoll.schedule import Op, Schedule, Transfer
@@ -121,7 +122,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("syn,spec", list(_cases()))
-def test_every_synthesizer_lowers_and_executes(syn, spec):
+def test_every_synthesizer_lowers_and_executes(syn, spec, monkeypatch):
     topo = parse_spec(spec)
     if syn.unsupported(topo, tuple(range(topo.num_ranks))):
         pytest.skip("not applicable")
@@ -144,6 +145,9 @@ def test_every_synthesizer_lowers_and_executes(syn, spec):
     for r in s.collective.ranks:       # one process lowers only its own steps
         mine = lower(s, rank=r)
         assert list(mine.ranks) == [r] and mine.steps_of(r) == prog.steps_of(r)
+    # a step at a time (how a schedule too large for one block is lowered): the same
+    monkeypatch.setattr(lower_module, "BLOCK_ENTRIES", 1)
+    assert lower(s) == prog and lower(s, rank=0).steps_of(0) == prog.steps_of(0)
 
 
 def test_reduce_into_empty_becomes_copy():
@@ -171,7 +175,15 @@ def test_runs_and_merge_per_pair():
     assert p.num_messages == 2 and p.steps_of(0)[0].step == 0
 
 
-def test_bad_endpoints_are_named():
+def test_bad_endpoints_are_named(monkeypatch):
     s = Schedule.from_steps(allreduce(2), [[Transfer(0, 5, (0,), Op.REDUCE)]])
     with pytest.raises(ScheduleError, match="0->5"):
         lower(s)
+    # the first bad transfer of the whole schedule is named, whichever block it is in
+    later = Schedule.from_steps(allreduce(3, split=3), [
+        [Transfer(0, 1, (0,), Op.REDUCE)], [Transfer(1, 2, (0,)), Transfer(2, 2, (1,))],
+        [Transfer(0, 1, (7,))]])
+    for block in (1, 2, 1 << 20):
+        monkeypatch.setattr(lower_module, "BLOCK_ENTRIES", block)
+        with pytest.raises(ScheduleError, match=r"step 1, transfer 2->2: endpoint to itself"):
+            lower(later)

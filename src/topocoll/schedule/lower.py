@@ -193,84 +193,103 @@ def lower(schedule: Schedule, rank: int | None = None) -> Program:
     size = max(coll.ranks) + 1
     member = np.zeros(size, dtype=bool)
     member[list(coll.ranks)] = True
-    nch = coll.num_chunks
     held = _initial_held(coll, size)
     per_rank: dict[int, list[RankStep]] = {r: [] for r in coll.ranks
                                            if rank is None or r == rank}
-    cp, ch = np.asarray(schedule.chunk_ptr), np.asarray(schedule.chunks)
-    src, dst = np.asarray(schedule.src, np.int64), np.asarray(schedule.dst, np.int64)
-    is_red = np.asarray(schedule.op) == int(Op.REDUCE)
-    for s in range(schedule.num_steps):
-        t0, t1 = int(schedule.step_ptr[s]), int(schedule.step_ptr[s + 1])
-        if t0 == t1:
-            continue
-        ta, tb = src[t0:t1], dst[t0:t1]
-        lens = np.diff(cp[t0:t1 + 1])
-        ids = ch[cp[t0]:cp[t1]].astype(np.int64)
-        # the first transfer that cannot be expressed, named as the reference loop did
-        inside = (ta >= 0) & (ta < size) & (tb >= 0) & (tb < size)
-        bad_end = ~inside | (ta == tb)
-        bad_end[inside] |= ~(member[ta[inside]] & member[tb[inside]])
-        starts = np.flatnonzero(lens)
-        lo = np.full(t1 - t0, np.iinfo(np.int64).max)
-        hi = np.full(t1 - t0, -1)
-        if ids.size:
-            lo[starts] = np.minimum.reduceat(ids, cp[t0:t1][starts] - cp[t0])
-            hi[starts] = np.maximum.reduceat(ids, cp[t0:t1][starts] - cp[t0])
-        bad_chunk = (lo < 0) | (hi >= nch)
-        bad = np.flatnonzero(bad_end | bad_chunk)
-        if bad.size:
-            t = t0 + int(bad[0])
-            a, b = int(src[t]), int(dst[t])
-            if bad_end[bad[0]]:
-                what = "to itself" if a == b else "outside the collective's ranks"
-                raise ScheduleError(f"step {s}, transfer {a}->{b}: endpoint {what}",
-                                    kind="bad_rank", step=s, transfer=t)
-            raise ScheduleError(f"step {s}, transfer {a}->{b}: chunk id out of range",
-                                kind="bad_chunk", step=s, transfer=t)
-        # one entry per (src, dst, chunk); a chunk sent twice on a pair reduces if any does
-        ea, eb = np.repeat(ta, lens), np.repeat(tb, lens)
-        er = np.repeat(is_red[t0:t1], lens)
-        key = (ea * size + eb) * nch + ids
-        order = np.argsort(key, kind="stable")
-        key, er = key[order], er[order]
-        first = np.ones(key.size, dtype=bool)
-        first[1:] = key[1:] != key[:-1]
-        at = np.flatnonzero(first)
-        flags = np.logical_or.reduceat(er, at)
-        key = key[at]
-        pair, c = key // nch, key % nch
-        a_, b_ = pair // size, pair % size
-        # a REDUCE into a chunk not yet held becomes a copy: the first source (in source
-        # order) to reach (dst, chunk) decides
-        dc = b_ * nch + c
-        _, firsts = np.unique(dc, return_index=True)
-        flags[firsts] &= held[b_[firsts], c[firsts]]
-        held[b_, c] = True
-        # pieces: maximal runs of consecutive chunks with one flag, per pair
-        new = np.ones(key.size, dtype=bool)
-        new[1:] = (pair[1:] != pair[:-1]) | (c[1:] != c[:-1] + 1) | \
-            (flags[1:] != flags[:-1])
-        pstart = np.flatnonzero(new)
-        pcount = np.diff(np.append(pstart, key.size))
-        if rank is not None:         # only the pieces of messages to or from ``rank``
-            mine = (a_[pstart] == rank) | (b_[pstart] == rank)
-            pstart, pcount = pstart[mine], pcount[mine]
-            if not pstart.size:
-                continue
-        pieces = [Piece(int(f), int(n), bool(r)) for f, n, r in
-                  zip(c[pstart].tolist(), pcount.tolist(), flags[pstart].tolist(),
-                      strict=True)]
-        mstart = np.flatnonzero(np.append(True, pair[pstart][1:] != pair[pstart][:-1]))
-        mend = np.append(mstart[1:], pstart.size)
-        sends: dict[int, list[Message]] = {}
-        recvs: dict[int, list[Message]] = {}
-        for i, j in zip(mstart.tolist(), mend.tolist(), strict=True):
-            e = int(pstart[i])
-            m = Message(s, int(a_[e]), int(b_[e]), tuple(pieces[i:j]))
-            sends.setdefault(m.src, []).append(m)
-            recvs.setdefault(m.dst, []).append(m)
-        for r in sorted((set(sends) | set(recvs)) & per_rank.keys()):
-            per_rank[r].append(RankStep(s, tuple(sends.get(r, ())), tuple(recvs.get(r, ()))))
+    sp = np.asarray(schedule.step_ptr)
+    # entries before each step's first transfer: blocks of whole steps of at most
+    # BLOCK_ENTRIES entries (one step at least) are lowered at a time
+    first = sp if schedule.unit_chunks else np.asarray(schedule.chunk_ptr)[sp]
+    s0 = 0
+    while s0 < schedule.num_steps:
+        s1 = max(s0 + 1, int(np.searchsorted(first, first[s0] + BLOCK_ENTRIES, "right")) - 1)
+        s1 = min(s1, schedule.num_steps)
+        _lower_steps(schedule, s0, s1, size, member, held, rank, per_rank)
+        s0 = s1
     return Program(coll, schedule.name, schedule.num_steps,
                    {r: tuple(v) for r, v in per_rank.items()})
+
+
+#: Most (transfer, chunk) entries :func:`lower` handles in one vectorized block of steps
+#: (one step at least): small schedules go in one pass, large ones in bounded memory.
+BLOCK_ENTRIES = 1 << 20
+
+
+def _lower_steps(schedule: Schedule, s0: int, s1: int, size: int, member: np.ndarray,
+                 held: np.ndarray, rank: int | None, per_rank: dict) -> None:
+    """Steps ``s0 .. s1 - 1`` of :func:`lower`: append their :class:`RankStep` s to
+    ``per_rank`` and mark what each destination holds afterwards in ``held``."""
+    nch = schedule.collective.num_chunks
+    t0, t1 = int(schedule.step_ptr[s0]), int(schedule.step_ptr[s1])
+    if t0 == t1:
+        return
+    ta = np.asarray(schedule.src[t0:t1], np.int64)
+    tb = np.asarray(schedule.dst[t0:t1], np.int64)
+    tstep = np.repeat(np.arange(s0, s1), np.diff(schedule.step_ptr[s0:s1 + 1]))
+    if schedule.unit_chunks:
+        lens = np.ones(t1 - t0, dtype=np.int64)
+        ids = schedule.chunks[t0:t1].astype(np.int64)
+        starts = np.arange(t1 - t0)
+    else:
+        cp = np.asarray(schedule.chunk_ptr)
+        lens = np.diff(cp[t0:t1 + 1])
+        ids = schedule.chunks[cp[t0]:cp[t1]].astype(np.int64)
+        starts = cp[t0:t1] - cp[t0]
+    # the first transfer that cannot be expressed (transfers are in step order)
+    inside = (ta >= 0) & (ta < size) & (tb >= 0) & (tb < size)
+    bad_end = ~inside | (ta == tb)
+    bad_end[inside] |= ~(member[ta[inside]] & member[tb[inside]])
+    bad_chunk = (np.minimum.reduceat(ids, starts) < 0) | (np.maximum.reduceat(ids, starts) >= nch)
+    bad = np.flatnonzero(bad_end | bad_chunk)
+    if bad.size:
+        i = int(bad[0])
+        t, s, a, b = t0 + i, int(tstep[i]), int(ta[i]), int(tb[i])
+        if bad_end[i]:
+            what = "to itself" if a == b else "outside the collective's ranks"
+            raise ScheduleError(f"step {s}, transfer {a}->{b}: endpoint {what}",
+                                kind="bad_rank", step=s, transfer=t)
+        raise ScheduleError(f"step {s}, transfer {a}->{b}: chunk id out of range",
+                            kind="bad_chunk", step=s, transfer=t)
+    # one entry per (step, src, dst, chunk); a chunk sent twice on a pair reduces if any does
+    es, ea, eb = np.repeat(tstep, lens), np.repeat(ta, lens), np.repeat(tb, lens)
+    er = np.repeat(np.asarray(schedule.op[t0:t1]) == int(Op.REDUCE), lens)
+    order = np.lexsort((ids, eb, ea, es))
+    es, ea, eb, c, er = es[order], ea[order], eb[order], ids[order], er[order]
+    pair = (es - s0) * (size * size) + ea * size + eb        # (step, src, dst) in order
+    first = np.ones(len(c), dtype=bool)
+    first[1:] = (pair[1:] != pair[:-1]) | (c[1:] != c[:-1])
+    at = np.flatnonzero(first)
+    flags = np.logical_or.reduceat(er, at)
+    es, ea, eb, c, pair = es[at], ea[at], eb[at], c[at], pair[at]
+    # a REDUCE into a chunk not yet held becomes a copy: the first (step, source) to reach
+    # (dst, chunk) in these steps decides, by what the destination held before them
+    _, firsts = np.unique(eb * nch + c, return_index=True)
+    flags[firsts] &= held[eb[firsts], c[firsts]]
+    held[eb, c] = True
+    # pieces: maximal runs of consecutive chunks with one flag, per (step, src, dst)
+    new = np.ones(len(c), dtype=bool)
+    new[1:] = (pair[1:] != pair[:-1]) | (c[1:] != c[:-1] + 1) | (flags[1:] != flags[:-1])
+    pstart = np.flatnonzero(new)
+    pcount = np.diff(np.append(pstart, len(c)))
+    if rank is not None:         # only the pieces of messages to or from ``rank``
+        mine = (ea[pstart] == rank) | (eb[pstart] == rank)
+        pstart, pcount = pstart[mine], pcount[mine]
+        if not pstart.size:
+            return
+    pieces = [Piece(f, n, r) for f, n, r in
+              zip(c[pstart].tolist(), pcount.tolist(), flags[pstart].tolist(), strict=True)]
+    mstart = np.flatnonzero(np.append(True, pair[pstart][1:] != pair[pstart][:-1]))
+    mend = np.append(mstart[1:], pstart.size).tolist()
+    at = pstart[mstart]
+    step_of, src_of, dst_of = es[at].tolist(), ea[at].tolist(), eb[at].tolist()
+    sends: dict[int, list[Message]] = {}
+    recvs: dict[int, list[Message]] = {}
+    for k, (i, j) in enumerate(zip(mstart.tolist(), mend, strict=True)):
+        m = Message(step_of[k], src_of[k], dst_of[k], tuple(pieces[i:j]))
+        sends.setdefault(m.src, []).append(m)
+        recvs.setdefault(m.dst, []).append(m)
+        if k + 1 == len(step_of) or step_of[k + 1] != m.step:     # the step's last message
+            for r in sorted((sends.keys() | recvs.keys()) & per_rank.keys()):
+                per_rank[r].append(RankStep(m.step, tuple(sends.get(r, ())),
+                                            tuple(recvs.get(r, ()))))
+            sends, recvs = {}, {}
