@@ -142,3 +142,26 @@ def test_bad_input():
         cut_bound(make_collective("alltoall", (0, 1, 2, 3)), ring(4), M, method="exact")
     with pytest.raises(TopologyError, match="cut 0"):
         cut_bound(allreduce(4), ring(4), M, cuts=[[7]])
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reduce_scatter", "allreduce", "broadcast",
+                                  "reduce", "alltoall"])
+def test_sets_of_every_member_equal_the_collectives_csr(kind):
+    """The bounds' sets, made without the collective's member list per chunk where a set
+    is every member, equal :func:`member_sets` of that list, field by field."""
+    from topocoll.optimum.bound_sets import collective_sets, member_sets
+    from topocoll.topology import ring
+
+    for ranks, split in (((3,), 1), ((0, 2, 5), 2), ((1, 4, 6, 7), 3)):
+        root = ranks[-1] if kind in ("broadcast", "reduce") else None
+        coll = make_collective(kind, ranks, split, root)
+        members, pre, post = collective_sets(coll, ring(8))
+        assert members.tolist() == sorted(ranks)
+        for got, cs in ((pre, coll.pre_sets()), (post, coll.post_sets())):
+            want = member_sets(cs, len(ranks))
+            for f in ("size", "every", "single", "e_chunk", "e_rank"):
+                a, b = getattr(got, f), getattr(want, f)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (kind, ranks, f)
+    fresh = make_collective("allreduce", (0, 1, 2), 4, None)
+    collective_sets(fresh, ring(8))
+    assert not {"pre", "post"} & set(fresh._cache)     # no member list per chunk was made

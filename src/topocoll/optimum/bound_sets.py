@@ -61,8 +61,20 @@ def collective_sets(collective: Collective, topology: Topology):
         r = int(members[members >= topology.num_ranks][0])
         raise TopologyError(f"rank {r} of the collective is not a rank of topology "
                             f"{topology.name!r} (0..{topology.num_ranks - 1})", item=f"rank {r}")
+    return members, _sets_of(collective, True, members), _sets_of(collective, False, members)
+
+
+def _sets_of(collective: Collective, pre: bool, members: np.ndarray) -> MemberSets:
+    """:func:`member_sets` of the collective's pre- or postconditions; sets of every member
+    without making the collective's CSR of them (a member list per chunk: 268 MB for an
+    allreduce of 16,384 chunks on 4,096 ranks, kept on the collective)."""
     p = len(members)
-    return members, member_sets(collective.pre_sets(), p), member_sets(collective.post_sets(), p)
+    if not collective.every_member(pre):
+        return member_sets(collective.pre_sets() if pre else collective.post_sets(), p)
+    nc = collective.num_chunks
+    none = np.zeros(0, dtype=np.int64)
+    return MemberSets(np.full(nc, p, dtype=np.int64), np.ones(nc, dtype=bool),
+                      np.full(nc, int(members[0]) if p == 1 else -1, dtype=np.int64), none, none)
 
 
 def in_set(c: np.ndarray, r: np.ndarray, s: MemberSets, R: int) -> np.ndarray:
