@@ -255,3 +255,24 @@ def test_without_a_pointer_every_transfer_carries_one_chunk():
     b = ScheduleBuilder(allgather(3))
     b.add_many([0, 1], [1, 2], (np.array([0, 1, 2]), np.array([0, 1])))   # a CSR of ones
     assert "chunk_ptr" not in vars(b.build())
+
+
+def test_ragged_gather_by_slices_equals_the_index_arrays(monkeypatch):
+    """Runs of consecutive transfers (whole steps, reversed) and scattered ones, through
+    both paths of the gather."""
+    from topocoll.schedule import transforms
+
+    rng = np.random.default_rng(3)
+    ptr = np.concatenate([[0], np.cumsum(rng.integers(1, 4, 500))])
+    vals = rng.integers(0, 1000, int(ptr[-1])).astype(np.int32)
+    steps = np.concatenate([[0], np.cumsum(rng.integers(0, 40, 30))])
+    steps = steps[steps <= 500]
+    runs = np.concatenate([np.arange(a, b) for a, b in
+                           zip(steps[-2::-1], steps[:0:-1], strict=True)])
+    for idx in (runs, rng.permutation(500), np.arange(500), np.zeros(0, np.int64)):
+        want = np.concatenate([vals[ptr[i]:ptr[i + 1]] for i in idx]) if len(idx) else \
+            np.zeros(0, np.int32)
+        for run in (1, 10**9):              # slices always / never
+            monkeypatch.setattr(transforms, "RUN_SLICES", run)
+            got = transforms._gather_ragged(ptr, vals, idx)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()

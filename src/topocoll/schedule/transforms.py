@@ -64,8 +64,26 @@ def _assemble(collective, parts, step_sizes, name, meta) -> Schedule:
                     path_ptr, path_nodes, name=name, meta=meta)
 
 
+#: :func:`_gather_ragged` copies slices where ``idx`` is runs of consecutive ids this long
+#: on average (whole steps, as :func:`reverse` and :func:`overlay` take them).
+RUN_SLICES = 64
+
+
 def _gather_ragged(ptr: np.ndarray, vals: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Concatenate ``vals[ptr[i]:ptr[i+1]]`` for i in idx, vectorized."""
+    """Concatenate ``vals[ptr[i]:ptr[i+1]]`` for i in idx, vectorized; one slice per run
+    of consecutive ids when the runs are long (no index array per entry: 1 s and 1.6 GB
+    of temporaries for the halfway ring's 67 M entries on the 64x64 torus).
+
+    >>> ptr, vals = np.array([0, 2, 3, 6]), np.arange(10, 16)
+    >>> _gather_ragged(ptr, vals, np.array([2, 0, 1])).tolist()
+    [13, 14, 15, 10, 11, 12]
+    """
+    cut = np.flatnonzero(np.diff(idx) != 1) + 1
+    if len(idx) >= RUN_SLICES * (len(cut) + 1):
+        lo = ptr[idx[np.concatenate([[0], cut])]]
+        hi = ptr[idx[np.concatenate([cut - 1, [len(idx) - 1]])] + 1]
+        return np.concatenate([vals[a:b] for a, b in zip(lo.tolist(), hi.tolist(),
+                                                         strict=True)])
     starts = ptr[idx]
     lens = ptr[idx + 1] - starts
     total = int(lens.sum())
