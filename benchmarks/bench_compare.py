@@ -13,7 +13,7 @@ command again on that cache. Peak memory from ``/usr/bin/time`` where it exists.
 ``--ring16384`` adds issue 30's other case: the ring allreduce on ``ring:16384`` at 1 GiB
 (``-a ring``; its 537 million transfers are refused under the default 8 GiB schedule limit
 with the estimate, so the case raises ``TOPOCOLL_MAX_SCHEDULE_BYTES`` to 16 GiB; target 30 s
-and 16 GiB, met: about 26 s and 12.8 GiB on the idle 2-core Xeon; cold only).
+and 16 GiB, met: about 28 s and 6.7 GiB on the idle 2-core Xeon; cold only).
 """
 
 from __future__ import annotations
