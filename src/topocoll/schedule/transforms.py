@@ -39,12 +39,9 @@ def _assemble(collective, parts, step_sizes, name, meta) -> Schedule:
     any_path = any(s.path_ptr is not None for s, _ in parts)
     unit = all(s.unit_chunks for s, _ in parts)
     for s, i in parts:
-        if unit:
-            ids.append(s.chunks[i])
-        else:
+        ids.append(s.chunks[i] if s.unit_chunks else _gather_ragged(s.chunk_ptr, s.chunks, i))
+        if not unit:
             counts.append(s.chunk_counts()[i])
-            ids.append(_gather_ragged(s.chunk_ptr, s.chunks, i) if not s.unit_chunks
-                       else s.chunks[i])
         if any_path:
             pp, pn = _paths(s)
             pcounts.append(np.diff(pp)[i])
