@@ -217,7 +217,7 @@ BLOCK_ENTRIES = 1 << 20
 
 def _lower_steps(schedule: Schedule, s0: int, s1: int, size: int, member: np.ndarray,
                  held: np.ndarray, rank: int | None, per_rank: dict) -> None:
-    """Steps ``s0 .. s1 - 1`` of :func:`lower`: append their :class:`RankStep` s to
+    """Steps ``s0 .. s1 - 1`` of :func:`lower`: append their :class:`RankStep` items to
     ``per_rank`` and mark what each destination holds afterwards in ``held``."""
     nch = schedule.collective.num_chunks
     t0, t1 = int(schedule.step_ptr[s0]), int(schedule.step_ptr[s1])

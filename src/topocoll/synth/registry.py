@@ -87,9 +87,12 @@ _SPLIT_ALLREDUCE = frozenset({"ring", "bidirectional_ring", "direct", "bucket"})
 #: Bandwidth-optimal butterflies: per-rank blocks on the power-of-two core of ``q``
 #: ranks they fold onto where they fold (``2 q (q - 1)`` entries at least).
 _BUTTERFLY_ALLREDUCE = frozenset({"swing", "mirrored_recursive_doubling"})
-#: Bytes per (transfer, chunk) entry of a one-chunk transfer in the schedule's columns
-#: (source, destination, op, chunk pointer and id: a 4,096-rank ring allreduce's 33.5 M
-#: transfers take about 700 MB, i.e. ~21 B, plus the cost model's per-transfer arrays).
+#: Bytes per (transfer, chunk) entry of a one-chunk transfer, as first measured with a
+#: stored chunk pointer (source, destination, op, pointer and id: ~21 B, plus the cost
+#: model's per-transfer arrays). With the pointer implicit the 16,384-rank ring allreduce
+#: peaks at 13.4 B per entry, so this overestimates such schedules about twice; it is kept
+#: until the schedules it would then admit (Swing, mirrored recursive doubling and bucket
+#: on a 128x128 torus) have measured peaks (docs/performance.md).
 SCHEDULE_BYTES_PER_ENTRY = 25
 #: Default limit on a schedule's estimated size (``TOPOCOLL_MAX_SCHEDULE_BYTES``).
 MAX_SCHEDULE_BYTES = 8 * 2**30
