@@ -141,3 +141,57 @@ def test_one_pass_step_times_equal_lines_then_envelope(case):
         want = ab._envelope(*ref.lines(s0, s1), cbs)
         assert got.shape == (s1 - s0, len(cbs)) and np.array_equal(got, want)
         assert np.array_equal(fused.link_load, ref.link_load)
+
+
+def _repeating_steps():
+    """A one-link schedule on ring(6) whose steps repeat the step before them, or nearly
+    (one destination, one chunk count, one more transfer), with empty steps between."""
+    from topocoll.collective import allgather
+    from topocoll.schedule import ScheduleBuilder
+    from topocoll.topology import ring
+
+    t = ring(6)
+    b = ScheduleBuilder(allgather(6, split=2))
+    fwd = np.arange(6)
+    base = [(fwd, (fwd + 1) % 6, [[0], [1], [2], [3], [4], [5]])]
+    steps = [
+        base, base, [],                                    # a repeat, then an empty step
+        base,                                              # repeats across the empty one
+        [(fwd, (fwd + 1) % 6, [[0], [1], [2], [3], [4, 10], [5]])],  # two chunks on one
+        [(fwd, (fwd + 1) % 6, [[0], [1], [2], [3], [4, 10], [5]])],
+        [(fwd, (fwd + 1) % 6, [[0], [1], [2], [3], [4, 11], [5]])],  # same counts
+        base,
+        [(fwd, np.r_[(fwd[:5] + 1) % 6, 4], [[0], [1], [2], [3], [4], [5]])],  # 5 -> 4
+        [(np.r_[fwd, 0], np.r_[(fwd + 1) % 6, 5], [[0], [1], [2], [3], [4], [5], [6]])],
+        [(np.r_[fwd, 0], np.r_[(fwd + 1) % 6, 5], [[0], [1], [2], [3], [4], [5], [6]])],
+    ]
+    for st in steps:
+        b.new_step()
+        for src, dst, ch in st:
+            ptr = np.r_[0, np.cumsum([len(c) for c in ch])]
+            b.add_many(src, dst, (ptr, np.concatenate(ch)))
+    return b.build(name="repeats"), t
+
+
+@pytest.mark.parametrize("chunk_bytes", [1.0, 3.7])
+def test_repeated_steps_are_costed_as_computed_afresh(chunk_bytes):
+    """Steps that repeat the one before them reuse its links, times and loads; the bits
+    equal the lines computed step by step (one step per call: nothing to reuse), with
+    near-repeats (a destination, a chunk count, one more transfer) computed afresh."""
+    s, t = _repeating_steps()
+    cbs = np.array([0.0, 1.0, 3e3 + 0.5, 2**30])
+    rt, pair_id, explicit = AlphaBeta()._routed(s, t)
+    fused = ab._Evaluator(s, t, rt, pair_id, explicit, chunk_bytes)
+    ref = ab._Evaluator(s, t, rt, pair_id, explicit, chunk_bytes)
+    assert fused.one_link and not fused.unit_chunks
+    S = s.num_steps
+    got = fused.envelope(0, S, cbs)
+    want = np.concatenate([ref.envelope(k, k + 1, cbs) for k in range(S)])
+    assert np.array_equal(got, want) and np.array_equal(fused.link_load, ref.link_load)
+    assert np.array_equal(got, ab._envelope(*ab._Evaluator(s, t, rt, pair_id, explicit,
+                                                            chunk_bytes).lines(0, S), cbs))
+    # a near-repeat's loads or times differ from the step before it (else the case tests
+    # nothing): two chunks load 4 -> 5 twice, 5 -> 4 loads another link (the loads above)
+    assert not np.array_equal(got[4], got[3]) and np.array_equal(got[5], got[4])
+    assert np.array_equal(got[1], got[0]) and np.array_equal(got[3], got[0])
+    assert np.array_equal(got[10], got[9]) and not got[2].any()
