@@ -18,6 +18,9 @@ from topocoll.synth import (
     bucket_allreduce,
     hamiltonian_rings_allreduce,
     hierarchical_allgather,
+    mirrored_recursive_doubling_allgather,
+    mirrored_recursive_doubling_allreduce,
+    mirrored_recursive_doubling_reduce_scatter,
     ring_allgather,
     ring_allreduce,
     ring_reduce_scatter,
@@ -51,6 +54,12 @@ SCHEDULES = {
     # shifts by 2: a quarter of the 8x4 positions (4 ports x 32 blocks = 128 chunks)
     "swing-allreduce-8x4": (lambda: swing_allreduce(torus((8, 4))), 16),
     "swing-reduce_scatter-4x4x4": (lambda: swing_reduce_scatter(torus((4, 4, 4))), 48),
+    # half turns of each dimension (XOR of the top bit): orbits of 4 (2-D) or 8 (3-D)
+    "mrd-allreduce-8x4": (lambda: mirrored_recursive_doubling_allreduce(torus((8, 4))), 32),
+    "mrd-reduce_scatter-4x4x4": (lambda: mirrored_recursive_doubling_reduce_scatter(
+        torus((4, 4, 4))), 48),
+    "mrd-allgather-16x16": (lambda: mirrored_recursive_doubling_allgather(torus((16, 16))),
+                            256),
 }
 
 
@@ -106,7 +115,7 @@ def test_claims_hold_and_one_chunk_per_orbit_runs(name, monkeypatch):
 @pytest.mark.parametrize("name", ["ring-allreduce-7", "ring-subgroup",
                                   "bidirectional-allreduce-3x3", "hamiltonian-4x4",
                                   "bucket-allreduce-4x6", "swing-allreduce-8x4",
-                                  "halfway-allreduce-7"])
+                                  "halfway-allreduce-7", "mrd-allreduce-8x4"])
 def test_corrupted_schedules_get_the_direct_report(name, monkeypatch):
     """40 corrupted copies: the symmetric path gives exactly the direct run's report
     (violations, their order, totals, cells); every corruption that breaks the schedule is
@@ -283,3 +292,31 @@ def test_cut_down_refuses_what_the_direct_run_reports(fault):
         assert ok and rest[1].tolist() == list(range(s.num_transfers))
     else:
         assert not ok and all(len(x) == 0 for x in rest)
+
+
+def test_a_plan_map_is_claimed_on_the_ports_it_commutes_with():
+    """Recursive doubling's XOR by 1 commutes with the plain ports' partners, its mirror
+    image with the mirrored ports': each is claimed on those ports' chunks only (and the
+    verifier accepts the claims); a shift by 1 commutes with no port and is not claimed."""
+    from topocoll.synth.multiport import half_turns, make_plan, plan_symmetries
+    from topocoll.synth.torus import _xor_rule
+
+    t = torus((8, 4))
+    plan = make_plan(t, None, _xor_rule)
+    v = np.arange(plan.q)
+    x, y = v % 8, v // 8
+    xor1 = (x ^ 1) + 8 * y
+    mirrored = (-((-x % 8) ^ 1)) % 8 + 8 * y
+    shift1 = (x + 1) % 8 + 8 * y
+    extra = plan_symmetries(plan, "allreduce", [xor1, mirrored, shift1])
+    assert len(extra) == 2
+    Q = plan.q
+    assert sorted(extra[0].chunks.tolist()) == list(range(2 * Q))          # ports 0, 1
+    assert sorted(extra[1].chunks.tolist()) == list(range(2 * Q, 4 * Q))   # ports 2, 3
+    s = mirrored_recursive_doubling_allreduce(t)
+    both = s.replace(symmetries=[*half_turns(plan, "allreduce"), *extra])
+    reps, _ = sem.orbit_representatives(both, 32)
+    assert len(reps) == 16                         # orbits of 8: half turns and one XOR
+    wrong = s.replace(symmetries=[*half_turns(plan, "allreduce"), extra[0].__class__(
+        extra[0].ranks, extra[0].rank_images, extra[1].chunks, extra[1].chunk_images)])
+    assert sem.orbit_representatives(wrong, 32) is None    # XOR by 1 on mirrored ports

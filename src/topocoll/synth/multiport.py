@@ -53,7 +53,7 @@ from ._common import grid_shifts, require, resolve_group
 from .block_trees import core_size, product_sends
 
 __all__ = ["StepRule", "Plan", "make_plan", "butterfly_schedule", "block_order", "logical_shape",
-           "port_dims", "TREE_MAX_RANKS", "plan_translations"]
+           "port_dims", "TREE_MAX_RANKS", "plan_translations", "plan_symmetries", "half_turns"]
 
 #: ``rule(x, q, sigma) -> peer coordinate`` for an array of coordinates ``x`` in ``0..q-1``.
 StepRule = Callable[[np.ndarray, int, int], np.ndarray]
@@ -393,27 +393,77 @@ def _direct(plan: Plan, collective: Collective, phases: Sequence[str], port_majo
 
 
 def plan_translations(plan: Plan, kind: str, by: int) -> list[Symmetry]:
-    """The shifts by ``by`` along each dimension of an unfolded plan's torus, as the
-    symmetries (:class:`~topocoll.schedule.Symmetry`) of the schedule :func:`_direct`
-    writes for it: a rank moves to its shifted position and its chunks with it (block
-    ``v`` of port ``j``: chunk ``j Q + phi_j(v)`` of an allreduce, ``v P + j`` otherwise).
-    They hold where the step rule commutes with the shift (Swing's peers depend on the
-    parity of a coordinate, so a shift by 2); the verifier checks them. Empty for other
-    plans."""
-    if plan.folds or plan.sends is not None or plan.peers is None or not plan.num_steps:
+    """The shifts by ``by`` along each dimension of an unfolded plan's torus
+    (:func:`~topocoll.synth._common.grid_shifts`), as :func:`plan_symmetries`: they hold
+    where the step rule commutes with the shift (Swing's peers depend on the parity of a
+    coordinate, so a shift by 2)."""
+    if not _direct_plan(plan):
+        return []
+    return plan_symmetries(plan, kind, grid_shifts(plan.core, by))
+
+
+def half_turns(plan: Plan, kind: str) -> list[Symmetry]:
+    """The shifts by half of each dimension of an unfolded plan's torus, as
+    :func:`plan_symmetries`.
+
+    On a dimension of ``q = 2**k`` positions, adding ``q/2`` flips the top bit: it is the
+    XOR translation by ``q/2``, which commutes with recursive doubling's partners ``x ^
+    2**s`` and with their mirror images ``-((-x) ^ 2**s)`` alike (the only nonzero
+    translation that commutes with both for ``q >= 8``), so it holds on every port of the
+    mirrored recursive doubling. Two dimensions leave orbits of four chunks.
+
+    >>> from topocoll.topology import torus
+    >>> from topocoll.synth.torus import _xor_rule
+    >>> plan = make_plan(torus((8, 4)), None, _xor_rule)
+    >>> [y.rank_images[:2].tolist() for y in half_turns(plan, "allreduce")]
+    [[4, 5], [16, 17]]
+    """
+    if not _direct_plan(plan):
+        return []
+    v = np.arange(plan.q)
+    maps, stride = [], 1
+    for q in plan.core:
+        if q > 1:
+            a = (v // stride) % q
+            maps.append(v + ((a + q // 2) % q - a) * stride)
+        stride *= q
+    return plan_symmetries(plan, kind, maps)
+
+
+def _direct_plan(plan: Plan) -> bool:
+    """Whether :func:`butterfly_schedule` writes ``plan``'s bandwidth-optimal collectives
+    with :func:`_direct` (no fold, no block trees)."""
+    return not (plan.folds or plan.sends is not None or plan.peers is None
+                or not plan.num_steps)
+
+
+def plan_symmetries(plan: Plan, kind: str, maps: Sequence[np.ndarray]) -> list[Symmetry]:
+    """Permutations ``w`` of the core indices of an unfolded plan as symmetries
+    (:class:`~topocoll.schedule.Symmetry`) of the schedule :func:`_direct` writes for it:
+    a rank moves to its image and its chunks with it (block ``v`` of port ``j``: chunk
+    ``j Q + phi_j(v)`` of an allreduce, ``v P + j`` otherwise), on the ports whose
+    partners ``w`` commutes with at every step (``w(peer(v)) = peer(w(v))``: then ``w``
+    maps every block set onto another, and every message onto one); a map that commutes
+    with no port is left out. The verifier checks them. Empty for other plans."""
+    if not _direct_plan(plan):
         return []
     P, Q = plan.num_ports, plan.q
     g = plan.group[plan.core_pos].astype(np.int64)
     v = np.arange(Q)
     phis = [block_order(plan.peers[j]) for j in range(P)] if kind == "allreduce" else None
     out = []
-    for w in grid_shifts(plan.core, by):                    # v's shifted core index
+    for w in maps:
+        ports = [j for j in range(P)
+                 if np.array_equal(plan.peers[j][:, w], w[plan.peers[j]])]
+        if not ports:
+            continue
         if kind == "allreduce":
-            c = np.concatenate([j * Q + phis[j] for j in range(P)])
-            img = np.concatenate([j * Q + phis[j][w] for j in range(P)])
+            c = np.concatenate([j * Q + phis[j] for j in ports])
+            img = np.concatenate([j * Q + phis[j][w] for j in ports])
         else:
-            c = (v[:, None] * P + np.arange(P)).reshape(-1)
-            img = (w[:, None] * P + np.arange(P)).reshape(-1)
+            pj = np.asarray(ports)
+            c = (v[:, None] * P + pj).reshape(-1)
+            img = (w[:, None] * P + pj).reshape(-1)
         out.append(Symmetry(g, g[w], c, img))
     return out
 

@@ -40,7 +40,7 @@ from ..schedule import Schedule, ScheduleBuilder
 from ..topology import Dim, Topology
 from ._common import block_index, gather_parts, grid_translations, require, resolve_group
 from .hierarchical import hierarchical_unsupported_reason, phases
-from .multiport import butterfly_schedule, make_plan
+from .multiport import butterfly_schedule, half_turns, make_plan
 from .ring import ring_passes
 
 __all__ = ["mirrored_recursive_doubling_allreduce", "mirrored_recursive_doubling_allgather",
@@ -90,8 +90,9 @@ def mirrored_recursive_doubling_allreduce(topology: Topology, *,
     if variant not in ("bandwidth", "latency"):
         raise NotSupportedError(f"variant must be 'bandwidth' or 'latency', got {variant!r}")
     plan = make_plan(topology, ranks, _xor_rule)
-    return butterfly_schedule(plan, "allreduce", variant=variant,
-                              name="mirrored_recursive_doubling", meta={"variant": variant})
+    s = butterfly_schedule(plan, "allreduce", variant=variant,
+                           name="mirrored_recursive_doubling", meta={"variant": variant})
+    return s.replace(symmetries=half_turns(plan, "allreduce")) if variant == "bandwidth" else s
 
 
 def mirrored_recursive_doubling_reduce_scatter(topology: Topology, *,
@@ -105,7 +106,8 @@ def mirrored_recursive_doubling_reduce_scatter(topology: Topology, *,
     3
     """
     plan = make_plan(topology, ranks, _xor_rule)
-    return butterfly_schedule(plan, "reduce_scatter", name="mirrored_recursive_doubling")
+    s = butterfly_schedule(plan, "reduce_scatter", name="mirrored_recursive_doubling")
+    return s.replace(symmetries=half_turns(plan, "reduce_scatter"))
 
 
 def mirrored_recursive_doubling_allgather(topology: Topology, *,
@@ -119,7 +121,8 @@ def mirrored_recursive_doubling_allgather(topology: Topology, *,
     32
     """
     plan = make_plan(topology, ranks, _xor_rule)
-    return butterfly_schedule(plan, "allgather", name="mirrored_recursive_doubling")
+    s = butterfly_schedule(plan, "allgather", name="mirrored_recursive_doubling")
+    return s.replace(symmetries=half_turns(plan, "allgather"))
 
 
 # ------------------------------------------------------------------------ bucket
