@@ -122,3 +122,76 @@ def test_bad_variant_names_the_field():
 
     with pytest.raises(NotSupportedError, match="variant"):
         bidirectional_ring_allgather(ring(4), variant="half")
+
+
+def _halfway_by_steps(topology, ranks, order, kind):
+    """The halfway ring as first written: the allgather a step at a time through the
+    builder, then :func:`reverse` and :func:`concat` (the reference for the columns
+    :func:`topocoll.synth.ring._halfway` writes at once)."""
+    from topocoll.collective import allgather, allreduce, reduce_scatter
+    from topocoll.schedule import Op, ScheduleBuilder, Symmetry, concat, reverse
+    from topocoll.synth._common import block_index, resolve_group, resolve_order
+
+    group = resolve_group(topology, ranks)
+    o = resolve_order(topology, group, order)
+    blk = block_index(group, o).astype(np.int64)
+    p = len(o)
+    meta = {"order": ",".join(map(str, o.tolist())), "variant": "halfway"}
+    b = ScheduleBuilder(allgather(group, split=2))
+    S = p // 2
+    pos = np.arange(p)
+    for s in range(1, S + 1):
+        src, dst, chunks = [], [], []
+        for h, d in enumerate((1, -1)):
+            origin = blk[(pos - d * (s - 1)) % p]
+            if p % 2 == 0 and s == S:
+                chunks.append((2 * origin + h)[:, None])
+            else:
+                chunks.append(np.stack([2 * origin, 2 * origin + 1], axis=1))
+            src.append(o[pos])
+            dst.append(o[(pos + d) % p])
+        ch = np.concatenate(chunks, axis=0)
+        ptr = np.arange(0, ch.size + 1, ch.shape[1], dtype=np.int64)
+        b.new_step().add_many(np.concatenate(src), np.concatenate(dst), (ptr, ch.reshape(-1)),
+                              Op.COPY)
+    ids = 2 * blk
+    sym = (Symmetry(o, np.roll(o, -1), np.concatenate([ids, ids + 1]),
+                    np.concatenate([np.roll(ids, -1), np.roll(ids, -1) + 1])),)
+    ag = b.build(name="bidirectional_ring", meta=meta, symmetries=sym)
+    if kind == "allgather":
+        return ag
+    rs = reverse(ag, reduce_scatter(group, split=2), name="bidirectional_ring", meta=meta)
+    if kind == "reduce_scatter":
+        return rs.replace(symmetries=sym)
+    return concat([rs, ag], allreduce(group, split=2 * p), name="bidirectional_ring",
+                  meta=meta).replace(symmetries=sym)
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reduce_scatter", "allreduce"])
+@pytest.mark.parametrize("case", ["one", "ring2", "ring3", "ring8", "ring9", "torus3x4",
+                                  "subgroup"])
+def test_halfway_columns_equal_the_step_by_step_build(kind, case):
+    from topocoll.synth.ring import _halfway
+    from topocoll.topology import torus
+    from topocoll.verification import verify
+
+    topology, ranks, order = {
+        "one": (ring(4), [2], None), "ring2": (ring(2), None, None),
+        "ring3": (ring(3), None, None), "ring8": (ring(8), None, None),
+        "ring9": (ring(9), None, None), "torus3x4": (torus((3, 4)), None, None),
+        "subgroup": (ring(10), [7, 1, 3, 8, 4, 0], [3, 0, 8, 1, 7, 4]),
+    }[case]
+    got = _halfway(topology, ranks, order, kind)
+    want = _halfway_by_steps(topology, ranks, order, kind)
+    assert got.fingerprint() == want.fingerprint()
+    assert got.collective == want.collective
+    for col in ("step_ptr", "src", "dst", "op", "chunk_ptr", "chunks"):
+        assert np.array_equal(getattr(got, col), getattr(want, col)), col
+        assert getattr(got, col).dtype == getattr(want, col).dtype, col
+    assert got.unit_chunks == want.unit_chunks
+    assert (got.name, got.meta) == (want.name, want.meta)
+    assert len(got.symmetries) == len(want.symmetries) == 1
+    for f in ("ranks", "rank_images", "chunks", "chunk_images"):
+        assert np.array_equal(getattr(got.symmetries[0], f), getattr(want.symmetries[0], f))
+    if got.collective.num_ranks > 1:
+        assert verify(got, topology).ok
