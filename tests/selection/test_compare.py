@@ -39,6 +39,45 @@ def test_heavy_algorithms_are_skipped_with_a_reason_unless_named():
     assert [r.algorithm for r in named] == ["direct"] and named[0].verified
 
 
+@pytest.mark.parametrize("fabric", ["torus4x4", "mesh3x5", "fat_tree4", "ring9-subgroup",
+                                    "small-blocks"])
+def test_all_pairs_algorithms_are_sized_before_they_are_built(fabric, monkeypatch):
+    """The up-front sum of hop distances over every ordered pair equals route_entries of
+    the schedule of every synthesizer that declares ``all_pairs`` (the registry's claim
+    checked), and the guard refuses them with it before synthesis."""
+    from topocoll.selection import compare as cmp
+    from topocoll.synth.registry import SYNTHESIZERS
+    from topocoll.topology import mesh, ring
+
+    t, group = {"torus4x4": (torus((4, 4)), None), "mesh3x5": (mesh((3, 5)), None),
+                "fat_tree4": (fat_tree(4), None),
+                "ring9-subgroup": (ring(9), [7, 2, 4, 8]),
+                "small-blocks": (torus((4, 4)), None)}[fabric]
+    if fabric == "small-blocks":                 # one row per block, and a partial block
+        monkeypatch.setattr(cmp, "PAIRS_PER_BLOCK", 48)
+    members = group or list(range(t.num_ranks))
+    up_front = cmp.all_pairs_route_entries(t, members)
+    syns = [s for s in SYNTHESIZERS if s.all_pairs]
+    assert {s.name for s in syns} == {"direct", "pairwise"} and len(syns) == 5
+    for syn in syns:
+        sched = syn(t, ranks=group) if group else syn(t)
+        assert route_entries(sched, t) == up_front, syn
+    built, real = [], cmp.synthesize
+
+    def spy(syn, *args, **kwargs):
+        built.append(syn.name)
+        return real(syn, *args, **kwargs)
+
+    monkeypatch.setattr(cmp, "synthesize", spy)
+    skipped: list[tuple[str, str]] = []
+    rows = list(cmp.evaluate_candidates(t, direct_allreduce(t, ranks=group).collective,
+                                        [1.0], max_route_entries=up_front - 1,
+                                        skipped=skipped))
+    assert rows and built and "direct" not in built
+    assert "direct" not in {r.algorithm for r in rows}
+    assert f"{up_front:,} link traversals (limit {up_front - 1:,})" in dict(skipped)["direct"]
+
+
 def test_skipped_lists_inapplicable_algorithms():
     skipped: list[tuple[str, str]] = []
     compare_algorithms(fat_tree(4), "allreduce", [2**20], skipped=skipped,

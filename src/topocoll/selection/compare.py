@@ -118,6 +118,32 @@ def route_entries(schedule: Schedule, topology: Topology) -> int:
     return int(d[np.isfinite(d)].sum())
 
 
+#: Node pairs whose hop distances :func:`all_pairs_route_entries` looks up at once.
+PAIRS_PER_BLOCK = 1 << 22
+
+
+def all_pairs_route_entries(topology: Topology, group: Sequence[int]) -> int:
+    """:func:`route_entries` of a schedule that sends between every ordered pair of
+    distinct members of ``group`` (``direct``, ``pairwise``), without building it: the
+    sum of hop distances over those pairs (unreachable pairs left out), a block of rows
+    at a time.
+
+    >>> from topocoll.synth import direct_allgather
+    >>> from topocoll.topology import ring
+    >>> all_pairs_route_entries(ring(8), range(8))
+    128
+    """
+    g = np.asarray(list(group), dtype=np.int64)
+    n = len(g)
+    rows = max(1, PAIRS_PER_BLOCK // max(n, 1))
+    total = 0
+    for a in range(0, n, rows):
+        u = g[a:a + rows]
+        d = pair_hops(topology, np.repeat(u, n), np.tile(g, len(u)))
+        total += int(d[np.isfinite(d)].sum())
+    return total
+
+
 @dataclass(frozen=True, eq=False)
 class Evaluated:
     """One schedule of one algorithm with one option set, verified and costed.
@@ -200,6 +226,14 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
         if reason:
             skipped.append((syn.name, reason))
             continue
+        if want is None and math.isfinite(max_route_entries) and syn.all_pairs:
+            work = all_pairs_route_entries(topology, group)
+            if work > max_route_entries:       # refused before it is built
+                skipped.append((syn.name, f"every ordered pair of its {len(group):,} ranks "
+                                f"would route {work:,} link traversals (limit "
+                                f"{max_route_entries:,.0f}); name it with -a {syn.name} to "
+                                "cost it anyway"))
+                continue
         if progress:
             progress(syn.name)
         cap_batches = math.inf

@@ -152,6 +152,9 @@ class Synthesizer:
     extra : tuple of mappings
         Option sets tried besides the grid of ``tunables``, each planned for the largest
         size compared (option ``message_bytes``).
+    all_pairs : bool
+        Its schedule sends between every ordered pair of group members (``topocoll
+        compare`` sizes the routes of those pairs before building it).
     """
 
     name: str
@@ -161,6 +164,7 @@ class Synthesizer:
     tunables: Mapping[str, tuple] = field(default_factory=dict)
     sized: bool = False
     extra: tuple[Mapping[str, Any], ...] = ()
+    all_pairs: bool = False
 
     def __call__(self, topology: Topology, **options) -> Schedule:
         options = self.coerce(options)
@@ -266,11 +270,11 @@ SYNTHESIZERS: list[Synthesizer] = [
     Synthesizer("binomial_tree", "allreduce", trees.binomial_tree_allreduce),
     Synthesizer("double_binary_tree", "allreduce", trees.double_binary_tree_allreduce,
                 tunables={"pipeline": (1, 2, 4, 8, 16, 32)}),
-    Synthesizer("direct", "allgather", direct.direct_allgather),
-    Synthesizer("direct", "reduce_scatter", direct.direct_reduce_scatter),
-    Synthesizer("direct", "allreduce", direct.direct_allreduce),
-    Synthesizer("direct", "alltoall", direct.direct_alltoall),
-    Synthesizer("pairwise", "alltoall", direct.pairwise_alltoall),
+    Synthesizer("direct", "allgather", direct.direct_allgather, all_pairs=True),
+    Synthesizer("direct", "reduce_scatter", direct.direct_reduce_scatter, all_pairs=True),
+    Synthesizer("direct", "allreduce", direct.direct_allreduce, all_pairs=True),
+    Synthesizer("direct", "alltoall", direct.direct_alltoall, all_pairs=True),
+    Synthesizer("pairwise", "alltoall", direct.pairwise_alltoall, all_pairs=True),
     Synthesizer("parameter_server", "allreduce", direct.parameter_server_allreduce),
     Synthesizer("two_level", "allgather", two_level.two_level_allgather, _two_level_unsupported,
                 sized=True),
