@@ -574,50 +574,68 @@ def _entries_of(s: Schedule, num_ranks: int, chunks: np.ndarray) -> Schedule | N
     return Schedule(coll, step_ptr, s.src[keep], s.dst[keep], s.op[keep], chunk_ptr, ch)
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _cut_down(step_ptr, src, dst, op, chunk_ptr, chunks, want, N, copy_only):
-    """:func:`_entries_of` in two passes over the transfers (count, then fill): ``(ok,
-    step_ptr, kept transfers, chunk_ptr, chunks)``; ``ok`` False (and empty arrays) when
-    a transfer has an endpoint out of range, sends to itself, carries a chunk out of
-    range, or reduces in a copy collective."""
+    """:func:`_entries_of` in two passes over the transfers (count, then fill), each
+    over parts of the steps in parallel: ``(ok, step_ptr, kept transfers, chunk_ptr,
+    chunks)``; ``ok`` False (and empty arrays) when a transfer has an endpoint out of
+    range, sends to itself, carries a chunk out of range, or reduces in a copy
+    collective. Every part writes its own range of the output (offsets from the counts
+    of the parts before it), so the result does not depend on the parts."""
     C = len(want)
     S = len(step_ptr) - 1
-    nt = 0
-    ne = 0
-    for t in range(len(src)):
-        u, v = src[t], dst[t]
-        if u < 0 or v < 0 or u >= N or v >= N or u == v or (copy_only and op[t] == 1):
-            return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                    np.zeros(0, np.int64), np.zeros(0, np.int32))
-        k = 0
-        for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
-            c = chunks[e]
-            if c < 0 or c >= C:
-                return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                        np.zeros(0, np.int64), np.zeros(0, np.int32))
-            if want[c]:
-                k += 1
-        if k:
-            nt += 1
-            ne += k
-    new_step = np.zeros(S + 1, np.int64)
-    keep = np.empty(nt, np.int64)
-    new_ptr = np.zeros(nt + 1, np.int64)
-    out = np.empty(ne, np.int32)
-    i = 0
-    j = 0
-    for st in range(S):
-        for t in range(step_ptr[st], step_ptr[st + 1]):
-            j0 = j
+    nparts = max(1, min(S, 16))       # parts of the steps, shared among the threads
+    nt = np.zeros(nparts, np.int64)
+    ne = np.zeros(nparts, np.int64)
+    bad = np.zeros(nparts, np.bool_)
+    for part in prange(nparts):
+        t0 = step_ptr[S * part // nparts]
+        t1 = step_ptr[S * (part + 1) // nparts]
+        for t in range(t0, t1):
+            u, v = src[t], dst[t]
+            if u < 0 or v < 0 or u >= N or v >= N or u == v or (copy_only and op[t] == 1):
+                bad[part] = True
+                break
+            k = 0
             for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
-                if want[chunks[e]]:
-                    out[j] = chunks[e]
-                    j += 1
-            if j > j0:
-                keep[i] = t
-                i += 1
-                new_ptr[i] = j
-        new_step[st + 1] = i
+                c = chunks[e]
+                if c < 0 or c >= C:
+                    bad[part] = True
+                    break
+                if want[c]:
+                    k += 1
+            if bad[part]:
+                break
+            if k:
+                nt[part] += 1
+                ne[part] += k
+    if bad.any():
+        return (False, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64), np.zeros(0, np.int32))
+    t_off = np.zeros(nparts + 1, np.int64)
+    e_off = np.zeros(nparts + 1, np.int64)
+    for part in range(nparts):
+        t_off[part + 1] = t_off[part] + nt[part]
+        e_off[part + 1] = e_off[part] + ne[part]
+    new_step = np.zeros(S + 1, np.int64)
+    keep = np.empty(t_off[nparts], np.int64)
+    new_ptr = np.zeros(t_off[nparts] + 1, np.int64)
+    out = np.empty(e_off[nparts], np.int32)
+    for part in prange(nparts):
+        i = t_off[part]
+        j = e_off[part]
+        for st in range(S * part // nparts, S * (part + 1) // nparts):
+            for t in range(step_ptr[st], step_ptr[st + 1]):
+                j0 = j
+                for e in range(chunk_start(chunk_ptr, t), chunk_start(chunk_ptr, t + 1)):
+                    if want[chunks[e]]:
+                        out[j] = chunks[e]
+                        j += 1
+                if j > j0:
+                    keep[i] = t
+                    i += 1
+                    new_ptr[i] = j
+            new_step[st + 1] = i
     return True, new_step, keep, new_ptr, out
 
 
