@@ -195,3 +195,28 @@ def test_repeated_steps_are_costed_as_computed_afresh(chunk_bytes):
     assert not np.array_equal(got[4], got[3]) and np.array_equal(got[5], got[4])
     assert np.array_equal(got[1], got[0]) and np.array_equal(got[3], got[0])
     assert np.array_equal(got[10], got[9]) and not got[2].any()
+
+
+def test_repeated_steps_and_the_pairs_without_them():
+    """repeated_steps flags exactly the steps equal to the last nonempty one before them;
+    routed_pairs, which leaves them out when they are most of the transfers, is np.unique
+    of every key (a ring: all repeats; the repeating test schedule: some; swing: none)."""
+    from topocoll.cost import routed_pairs
+    from topocoll.cost._lines import repeated_steps
+
+    s, t = _repeating_steps()
+    rep = repeated_steps(s.step_ptr, s.src, s.dst)
+    assert rep.tolist() == [False, True, False, True, True, True, True, True, False, False, True]
+    for sched, topo in [(s, t), (ring_allreduce(torus((4, 4))), torus((4, 4))),
+                        (swing_allreduce(torus((4, 4))), torus((4, 4)))]:
+        n = topo.num_nodes
+        sp = sched.step_ptr
+        want = np.unique(sched.src.astype(np.int64) * n + sched.dst)
+        assert np.array_equal(routed_pairs(sched, n), want)
+        flags = repeated_steps(sp, sched.src, sched.dst)
+        for k in range(1, sched.num_steps):       # a flagged step repeats its predecessor
+            prev = max((j for j in range(k) if sp[j + 1] > sp[j]), default=None)
+            same = prev is not None and sp[k + 1] - sp[k] == sp[prev + 1] - sp[prev] and \
+                np.array_equal(sched.src[sp[k]:sp[k + 1]], sched.src[sp[prev]:sp[prev + 1]]) \
+                and np.array_equal(sched.dst[sp[k]:sp[k + 1]], sched.dst[sp[prev]:sp[prev + 1]])
+            assert bool(flags[k]) == (same and sp[k + 1] > sp[k]), k

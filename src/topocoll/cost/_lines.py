@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["step_envelope", "one_link_lines", "one_link_lines_table", "one_link_step_times",
+           "repeated_steps",
            "distinct_pairs"]
 
 
@@ -103,21 +104,45 @@ def one_link_lines_table(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_li
 
 
 @njit(cache=True)
-def _same_transfers(src, dst, chunk_ptr, unit, pa, a, n):
-    """Whether transfers ``a:a+n`` have the sources, destinations and chunk counts of
-    transfers ``pa:pa+n``, in order."""
+def _same_transfers(src, dst, pa, a, n):
+    """Whether transfers ``a:a+n`` have the sources and destinations of transfers
+    ``pa:pa+n``, in order."""
     for i in range(n):
         if src[a + i] != src[pa + i] or dst[a + i] != dst[pa + i]:
-            return False
-        if not unit and chunk_ptr[a + i + 1] - chunk_ptr[a + i] != \
-                chunk_ptr[pa + i + 1] - chunk_ptr[pa + i]:
             return False
     return True
 
 
 @njit(cache=True)
+def _same_counts(chunk_ptr, pa, a, n):
+    """Whether transfers ``a:a+n`` carry as many chunks as transfers ``pa:pa+n``."""
+    for i in range(n):
+        if chunk_ptr[a + i + 1] - chunk_ptr[a + i] != chunk_ptr[pa + i + 1] - chunk_ptr[pa + i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def repeated_steps(step_ptr, src, dst):
+    """Per step: whether its transfers have the sources and destinations of the last
+    nonempty step before it, in order (every step of a ring after the first)."""
+    S = len(step_ptr) - 1
+    out = np.zeros(S, np.bool_)
+    pa = pb = -1
+    for s in range(S):
+        a, b = step_ptr[s], step_ptr[s + 1]
+        if a == b:
+            continue
+        if pb - pa == b - a and _same_transfers(src, dst, pa, a, b - a):
+            out[s] = True
+        else:
+            pa, pb = a, b
+    return out
+
+
+@njit(cache=True)
 def one_link_step_times(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_link, pair_lat,
-                        chunk_ptr, unit, chunk_bytes, inv_bw, num_links, cbs):
+                        chunk_ptr, unit, chunk_bytes, inv_bw, num_links, cbs, repeats):
     """:func:`one_link_lines_table` and :func:`step_envelope` in one pass per step:
     ``(times, batch_load)`` with ``times[k, i]`` step ``s0 + k``'s time at chunk size
     ``cbs[i]``. The same floating-point operations in the same order as the two kernels
@@ -129,7 +154,9 @@ def one_link_step_times(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_lin
     destinations and chunk counts in the same order: every step of a ring) has the
     same links, loads and times: its links are not looked up again, its times are
     copied, and the loads of the step before it are added to ``batch_load`` again (each
-    link's sum is the same sequence of additions, step by step)."""
+    link's sum is the same sequence of additions, step by step). ``repeats``: the
+    schedule's :func:`repeated_steps` (sources and destinations; the chunk counts are
+    compared here)."""
     nseg = s1 - s0
     nc = len(cbs)
     out = np.zeros((nseg, nc))
@@ -151,7 +178,7 @@ def one_link_step_times(step_ptr, s0, s1, src, dst, pair_ptr, pair_dst, pair_lin
         b = step_ptr[s + 1]
         if a == b:
             continue
-        if pb - pa == b - a and _same_transfers(src, dst, chunk_ptr, unit, pa, a, b - a):
+        if pb >= 0 and repeats[s] and (unit or _same_counts(chunk_ptr, pa, a, b - a)):
             for i in range(nc):
                 out[s - s0, i] = m[i] if m[i] > 0.0 else 0.0
             for j in range(nused):

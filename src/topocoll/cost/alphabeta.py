@@ -23,7 +23,7 @@ from ..topology.routing import Routes, path_routes, routes
 from ._lines import distinct_pairs, one_link_lines_table, one_link_step_times, step_envelope
 from .base import CostModelBase, SimResult, check_inputs, check_model_options
 from .kernel import step_charges
-from .pairs import routed_pairs
+from .pairs import routed_pairs, step_repeats
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
@@ -357,7 +357,7 @@ class _Evaluator:
                 sp, s0, s1, self.s.src, self.s.dst, ptr, dst, self.pair_link,
                 self.rt.latency, self.s.compact_chunk_ptr, self.unit_chunks,
                 float(self.chunk_bytes), self.inv_bw, self.num_links,
-                np.asarray(cbs, dtype=np.float64))
+                np.asarray(cbs, dtype=np.float64), step_repeats(self.s))
             self.link_load += batch_load
             return out
         return _envelope(*self.lines(s0, s1), cbs)
