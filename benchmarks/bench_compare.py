@@ -6,9 +6,10 @@ Run with::
 
 Cases (what a user gets: every applicable algorithm, bounds on): the issue-30 command on
 ``torus:64x64`` at 32 B, 2 MiB and 1 GiB (target 30 s and 4 GiB; met: 24-26 s and 2.5
-GiB on the idle 2-core Xeon, see docs/performance.md), and ``hammingmesh:8x8`` at 32 B and 16 MiB (the tree LP's work
-cap; no target beyond "it finishes"). Cold: a fresh ``TOPOCOLL_CACHE``; warm: the same
-command again on that cache. Peak memory from ``/usr/bin/time`` where it exists.
+GiB on the idle 2-core Xeon, see docs/performance.md), and ``hammingmesh:8x8`` at 32 B
+and 16 MiB (the tree LP's work cap; no target beyond "it finishes"). Cold: a fresh
+``TOPOCOLL_CACHE``; warm: the same command again on that cache. Peak memory from
+``/usr/bin/time`` where it exists.
 ``--quick`` runs the same commands on ``torus:8x8`` and ``hammingmesh:4x4``.
 ``--ring16384`` adds issue 30's other case: the ring allreduce on ``ring:16384`` at 1 GiB
 (``-a ring``; its 537 million transfers are refused under the default 8 GiB schedule limit

@@ -33,7 +33,8 @@ from .catalog import ALGORITHMS, synthesize
 from .nccl import is_nccl_name, nccl_evaluate
 
 __all__ = ["CompareRow", "Evaluated", "compare_algorithms", "evaluate_candidates",
-           "route_entries", "MAX_ROUTE_ENTRIES", "MAX_TUNE_TRANSFERS"]
+           "route_entries", "all_pairs_route_entries", "MAX_ROUTE_ENTRIES",
+           "MAX_TUNE_TRANSFERS", "PAIRS_PER_BLOCK"]
 
 
 @dataclass(frozen=True)
