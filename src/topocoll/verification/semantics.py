@@ -168,9 +168,10 @@ def _check_transfer(part, t, u, v, R, op_t, is_reduction, rec, n, total, limit):
 
 @njit(cache=True)
 def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, exact,
-                pre_size, members, is_reduction, rec, limit, stop, maxe):
+                pre_size, members, is_reduction, rec, limit, stop, maxe, R):
     """All steps for the chunks ``c`` with ``c % nparts == part``; returns (kept, total).
-    ``maxe``: the most (transfer, chunk) entries in one step (:func:`_largest_step`).
+    ``maxe``: the most (transfer, chunk) entries in one step (:func:`_largest_step`);
+    ``R``: the ranks (``state`` may hold more rows per chunk: its cache-line pad).
 
     Chunks never interact, so partitions run independently (one per thread). Checks that
     concern a whole transfer (endpoints, op) are made by partition 0 only.
@@ -178,7 +179,7 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
     The last lane of every cell is a write tag, ``2 * step + copy + 1`` (0: never written),
     kept in the cell itself so that a write touches one cache line.
     """
-    C, R, W1 = state.shape
+    C, _, W1 = state.shape
     W = W1 - 1
     n = 0
     total = 0
@@ -261,7 +262,7 @@ def _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks, state, 
 
 @njit(cache=True)
 def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, chunks, state,
-                            pre_size, is_reduction, rec, limit, stop, maxe, slot, C):
+                            pre_size, is_reduction, rec, limit, stop, maxe, slot, C, R):
     """:func:`_steps_part` for fingerprint cells and the chunks in rows ``lo <= r < hi``
     of ``state``, of the collective's ``C``: chunk ``c`` is row ``slot[c]`` (a block of
     consecutive chunks, see :data:`STATE_BYTES`, or one chunk per orbit of the
@@ -272,7 +273,6 @@ def _steps_fingerprint_part(lo, hi, report, step_ptr, src, dst, op, chunk_ptr, c
     whose count lane is 0 is one not to apply (not held, a bad transfer, or no source),
     so no flag array is kept. About twice as fast as the general kernel.
     """
-    R = state.shape[1]
     part = 0 if report else 1
     P = np.int64(MERSENNE31)
     n = 0
@@ -358,10 +358,10 @@ def _largest_step(step_ptr, chunk_ptr):
 
 @njit(cache=True, parallel=True)
 def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, members,
-           is_reduction, rec, limit, stop, slot, C, first):
+           is_reduction, rec, limit, stop, slot, C, first, R):
     """Every step for the chunks with a row of ``state`` (``slot``; all ``C`` in exact
     mode), one partition of the rows per thread; transfer-level checks recorded in the
-    ``first`` block."""
+    ``first`` block. ``R``: the ranks (rows of ``state`` past them are its pad)."""
     nparts = rec.shape[0]
     nc = state.shape[0]
     maxe = _largest_step(step_ptr, chunk_ptr)
@@ -370,14 +370,14 @@ def _steps(step_ptr, src, dst, op, chunk_ptr, chunks, state, exact, pre_size, me
         if exact:
             n, total = _steps_part(part, nparts, step_ptr, src, dst, op, chunk_ptr, chunks,
                                    state, exact, pre_size, members, is_reduction, rec[part],
-                                   limit, stop, maxe)
+                                   limit, stop, maxe, R)
         else:
             n, total = _steps_fingerprint_part(nc * part // nparts,
                                                nc * (part + 1) // nparts,
                                                first and part == 0, step_ptr, src, dst, op,
                                                chunk_ptr, chunks, state, pre_size,
                                                is_reduction, rec[part], limit, stop, maxe,
-                                               slot, C)
+                                               slot, C, R)
         counts[part, 0] = n
         counts[part, 1] = total
     return counts
@@ -462,20 +462,24 @@ def _run_rows(s: Schedule, num_ranks: int, exact: bool, rows: np.ndarray, first:
     C = coll.num_chunks
     W, dtype, pad = ctx["W"], ctx["dtype"], ctx["pad"]
     pre, post = ctx["pre"], ctx["post"]
-    state = np.zeros((len(rows), num_ranks + pad, W + 1), dtype=dtype)[:, :num_ranks, :]
+    # the kernels get the whole padded array (C-contiguous whatever the rows: one compiled
+    # signature per cell type, where the slice alone is typed 'C' for one row and 'A'
+    # otherwise) and the rank count; the caller gets the ranks' slice
+    padded = np.zeros((len(rows), num_ranks + pad, W + 1), dtype=dtype)
+    state = padded[:, :num_ranks, :]
     target = np.zeros((len(rows), W), dtype=dtype)
-    _init(state, target, pre[0][rows], pre[1][rows], pre[2], ctx["bitpos"], ctx["h"], exact)
+    _init(padded, target, pre[0][rows], pre[1][rows], pre[2], ctx["bitpos"], ctx["h"], exact)
     slot = np.full(C, -1, dtype=np.int64)
     slot[rows] = np.arange(len(rows))
     # one partition of the chunks per thread; a few thousand chunks at least per part
     nparts = max(1, min(get_num_threads(), len(rows) // 2048))
     rec = np.zeros((nparts, max(limit, 1), 4), dtype=np.int64)
-    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.compact_chunk_ptr, s.chunks, state,
+    counts = _steps(s.step_ptr, s.src, s.dst, s.op, s.compact_chunk_ptr, s.chunks, padded,
                     exact, ctx["pre_size"], ctx["members"], coll.is_reduction, rec, limit,
-                    stop_early, slot, C, first)
+                    stop_early, slot, C, first, num_ranks)
     steps = [rec[i, :counts[i, 0]] for i in range(nparts)]
     frec = np.zeros((max(out_limit, 1), 4), dtype=np.int64)
-    n, total, k = _final(state, target, post[0][rows], post[1][rows], post[2], exact,
+    n, total, k = _final(padded, target, post[0][rows], post[1][rows], post[2], exact,
                          frec, out_limit, stop_early, rows)
     return steps, int(counts[:, 1].sum()), frec[:n], total, int(k), state, target
 
