@@ -131,7 +131,9 @@ def all_pairs_route_entries(topology: Topology, group: Sequence[int]) -> int:
 
     >>> from topocoll.synth import direct_allgather
     >>> from topocoll.topology import ring
-    >>> all_pairs_route_entries(ring(8), range(8))
+    >>> all_pairs_route_entries(ring(8), range(8))       # as route_entries' example
+    128
+    >>> route_entries(direct_allgather(ring(8)), ring(8))
     128
     """
     g = np.asarray(list(group), dtype=np.int64)
@@ -143,6 +145,12 @@ def all_pairs_route_entries(topology: Topology, group: Sequence[int]) -> int:
         d = pair_hops(topology, np.repeat(u, n), np.tile(g, len(u)))
         total += int(d[np.isfinite(d)].sum())
     return total
+
+
+def _too_many_routes(what: str, work: int, limit: float, name: str) -> str:
+    """The reason the routing guard gives for skipping algorithm ``name``."""
+    return (f"{what} would route {work:,} link traversals (limit {limit:,.0f}); "
+            f"name it with -a {name} to cost it anyway")
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,10 +238,9 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
         if want is None and math.isfinite(max_route_entries) and syn.all_pairs:
             work = all_pairs_route_entries(topology, group)
             if work > max_route_entries:       # refused before it is built
-                skipped.append((syn.name, f"every ordered pair of its {len(group):,} ranks "
-                                f"would route {work:,} link traversals (limit "
-                                f"{max_route_entries:,.0f}); name it with -a {syn.name} to "
-                                "cost it anyway"))
+                skipped.append((syn.name, _too_many_routes(
+                    f"every ordered pair of its {len(group):,} ranks", work,
+                    max_route_entries, syn.name)))
                 continue
         if progress:
             progress(syn.name)
@@ -260,9 +267,9 @@ def evaluate_candidates(topology: Topology, collective: Collective, sizes: Seque
             if want is None and math.isfinite(max_route_entries):
                 work = route_entries(sched, topology)
                 if work > max_route_entries:
-                    skipped.append((syn.name, f"{sched.num_transfers:,} transfers would route "
-                                    f"{work:,} link traversals (limit {max_route_entries:,.0f}); "
-                                    f"name it with -a {syn.name} to cost it anyway"))
+                    skipped.append((syn.name, _too_many_routes(
+                        f"{sched.num_transfers:,} transfers", work, max_route_entries,
+                        syn.name)))
                     break
             if "batches" in opts and sched.num_transfers > MAX_TUNE_TRANSFERS:
                 cap_batches = min(cap_batches, opts["batches"])
