@@ -14,7 +14,7 @@ def results():
 
 
 def test_every_case_of_validation_data_is_predicted(results):
-    assert len(results) == len(NCCL_TESTS) == 18
+    assert len(results) == len(NCCL_TESTS) == 22
     for r in results:
         assert r.case.low <= r.case.measured <= r.case.high and r.case.source
         assert r.predicted > 0
@@ -32,10 +32,15 @@ def test_errors_as_reported(results):
     assert by["2x H100, NCCL_ALGO=NVLS"].ran == "ring/Simple"      # NVLS off at 2 GPUs
     assert "does not apply" in by["2x H100, NCCL_ALGO=NVLS"].note
     assert by["8x A100, default"].ran == "ring/Simple"
+    # NVLS off: NCCL's choice without NVLink SHARP, on both generations
+    for label in ("8x H100, NVLS off (2026)", "8x B300, NVLS off"):
+        assert by[label].ran == "ring/Simple" and by[label].note == "NVLS off"
+    for label in ("8x H100, NVLS on (2026)", "8x B300, NVLS on"):
+        assert by[label].ran == "nvls/Simple"
 
 
 def test_written_files(results, tmp_path):
     paths = write_nccl_validation(tmp_path, results)
     data = json.loads(paths[0].read_text())
-    assert len(data["cases"]) == 18 and data["mean_abs_error"] < 0.03
+    assert len(data["cases"]) == 22 and data["mean_abs_error"] < 0.03
     assert {p.name for p in paths} >= {"validation_nccl.json"}

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cost.nccl import NCCL_KIND_ALGORITHMS, nccl_choose
 from ..errors import NotSupportedError
 from ..selection import nccl_evaluate
 from ..topology import parse_spec
@@ -35,7 +36,9 @@ class NcclCase:
     ``measured`` is the figure compared with (the middle of ``low``-``high`` where the
     source gives a range); ``metric`` is ``busbw`` (nccl-tests bus bandwidth) or
     ``nic`` (bytes through each GPU's NIC per second); ``forced`` is the NCCL algorithm
-    the source forced with ``NCCL_ALGO`` (None: NCCL's default choice).
+    the source forced with ``NCCL_ALGO`` (None: NCCL's default choice); ``nvls_off``
+    says the source disabled NVLink SHARP (``NCCL_NVLS_ENABLE=0``): NCCL's choice among
+    the other algorithms.
     """
 
     label: str
@@ -49,11 +52,17 @@ class NcclCase:
     metric: str
     source: str
     size: float = 4 * 2**30
+    nvls_off: bool = False
 
 
 _H100 = "dgx-h100:1"
 _SIZE_1455 = 2 * 2**30           # NCCL_ALGO=... all_reduce_perf -b 2G -e 4G
 _NVLS_1455 = {2: 370, 3: 370, 4: 370, 5: 420, 6: 440, 7: 460, 8: 480}
+# NVIDIA/nccl#2140 (NCCL 2.30.4, CUDA 13.1): busbw with NVLS off and on, 8 GPUs. The
+# B300 is predicted on the dgx-b200 preset: what the prediction uses is the same on both
+# (fifth-generation NVLink, 18 links, 1.8 TB/s per GPU through NVSwitch with NVLink SHARP,
+# and NCCL's constants for compute capability 10.x), not the GPU's compute or memory.
+_SRC_2140 = "NVIDIA/nccl#2140 (NCCL 2.30.4)"
 
 #: The nccl-tests figures of ``validation-data.md``, one case each.
 NCCL_TESTS: tuple[NcclCase, ...] = (
@@ -66,6 +75,14 @@ NCCL_TESTS: tuple[NcclCase, ...] = (
     *(NcclCase(f"{k}x H100, NCCL_ALGO=NVLS", _H100, "allreduce", k, "nvls", v * 1e9,
                v * 0.97e9, v * 1.03e9, "busbw", "NVIDIA/nccl#1455", _SIZE_1455)
       for k, v in _NVLS_1455.items()),
+    NcclCase("8x H100, NVLS off (2026)", _H100, "allreduce", 8, None, 370e9, 359e9, 381e9,
+             "busbw", _SRC_2140, nvls_off=True),
+    NcclCase("8x H100, NVLS on (2026)", _H100, "allreduce", 8, None, 480e9, 466e9, 494e9,
+             "busbw", _SRC_2140),
+    NcclCase("8x B300, NVLS off", "dgx-b200:1", "allreduce", 8, None, 695e9, 674e9, 716e9,
+             "busbw", _SRC_2140, nvls_off=True),
+    NcclCase("8x B300, NVLS on", "dgx-b200:1", "allreduce", 8, None, 845e9, 820e9, 870e9,
+             "busbw", _SRC_2140),
     NcclCase("8x A100, default", "dgx-a100:1", "allreduce", 8, None, 232.5e9, 225.5e9,
              239.5e9, "busbw", "NVIDIA/nccl-tests#175"),
     NcclCase("6 boxes of 8x H100, RoCE 400G, alltoall", "dgx-h100:6,transport=roce",
@@ -118,6 +135,12 @@ def run_nccl_validation(cases: Sequence[NcclCase] = NCCL_TESTS) -> list[NcclResu
         ranks = list(range(c.gpus))
         note = ""
         name = "nccl" if c.forced is None else f"nccl_{c.forced}"
+        if c.nvls_off:
+            others = [a for a in NCCL_KIND_ALGORITHMS[c.kind] if not a.startswith("nvls")]
+            est = nccl_choose(t, c.kind, c.size, ranks=ranks, algorithms=others)
+            out.append(NcclResult(c, _metric(c, est), f"{est.algorithm}/{est.protocol}",
+                                  "NVLS off"))
+            continue
         try:
             (_, _, est, _), = nccl_evaluate(t, c.kind, [c.size], [name], ranks=ranks)
         except NotSupportedError as e:
