@@ -65,3 +65,10 @@ def test_tpu_slice():
     assert find_device("tpu-v5p").peak_flops == 459e12
     with pytest.raises(TopologyError, match="3-D torus"):
         parse_spec("tpu-v5p:8x8")
+    # TPU v4: six ICI links at 50 GB/s per direction; its device preset is the v4 chip
+    t4 = parse_spec("tpu-v4:4x4x8")
+    assert t4.name == "tpu-v4:4x4x8" and {lk.bandwidth for lk in t4.links} == {50e9}
+    assert float(t4.egress_bandwidth()[0]) == 6 * 50e9
+    assert find_device("tpu-v4").peak_flops == 275e12
+    with pytest.raises(TopologyError, match="3-D torus"):
+        parse_spec("tpu-v4:4x4")

@@ -57,6 +57,7 @@ EXAMPLES = {
     "dgx-b200": ("dgx-b200:2,spines=0", lambda: box_cluster("dgx-b200", 2, spines=0)),
     "gb200-nvl72": ("gb200-nvl72:1", lambda: box_cluster("gb200-nvl72", 1)),
     "mi300x": ("mi300x:2,fabric=switch", lambda: box_cluster("mi300x", 2, fabric="switch")),
+    "tpu-v4": ("tpu-v4:4x4x4", lambda: torus((4, 4, 4), bandwidth=50e9)),
     "tpu-v5p": ("tpu-v5p:4x4x8", lambda: torus((4, 4, 8), bandwidth=100e9)),
     "circulant": ("circulant:16,jumps=1/3/5", lambda: circulant(16, [1, 3, 5])),
     "rrg": ("rrg:32,d=4,seed=1", lambda: random_regular(32, 4, seed=1)),

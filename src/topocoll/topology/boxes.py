@@ -105,6 +105,11 @@ BOXES: dict[str, Box] = {b.name: b for b in (
 
 #: TPU slices (3-D tori of chips): per-link ICI rate, bytes/s per direction, and source.
 TPU_SLICES: dict[str, tuple[float, str]] = {
+    "tpu-v4": (50e9, "Google Cloud TPU v4 documentation (275 TFLOP/s bf16, 32 GiB HBM2 at "
+                     "1,200 GB/s, 3-D torus slices of 4x4x4 cubes joined by optical circuit "
+                     "switches, 24 TB/s bisection per 4,096-chip pod) and Jouppi et al., "
+                     "ISCA 2023: six ICI links per chip at 400 Gb/s (50 GB/s) per direction; "
+                     "16x16x16 has 512 links across its bisection, 25.6 TB/s one way"),
     "tpu-v5p": (100e9, "Google Cloud TPU v5p documentation: 1,200 GB/s bidirectional ICI "
                        "bandwidth per chip over six links of a 3-D torus (100 GB/s per "
                        "link and direction); 459 TFLOP/s bf16, 95 GiB HBM at 2,765 GB/s"),

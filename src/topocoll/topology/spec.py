@@ -29,8 +29,8 @@ Names (aliases in parentheses) and their options:
     the real boxes of :data:`~.boxes.BOXES` (:func:`~.fabrics.box_cluster`); as ``dgx``
     without ``gpus`` and the bandwidth options, plus ``transport=ib|roce`` (the NIC
     protocol; default the box's).
-``tpu-v5p:4x4x8``
-    a TPU v5p slice: :func:`~.generators.torus` at the chip's ICI rate
+``tpu-v4:4x4x4``, ``tpu-v5p:4x4x8``
+    a TPU v4 or v5p slice: :func:`~.generators.torus` at the chip's ICI rate
     (:data:`~.boxes.TPU_SLICES`); ``lat``.
 ``circulant:16,jumps=1/3/5``
     :func:`~.generators.circulant`; jumps separated by ``/``; ``directed=true``.
@@ -303,10 +303,11 @@ _GENERATORS: dict[str, _Gen] = {
                  "star:N[,switch_lat=T]", ("n",), _SWITCH_LAT),
     "torus": _Gen(lambda o: torus(_need(o, "shape"), bandwidth=_bw(o), latency=_lat(o)),
                   "torus:AxBx...", ("shape",)),
-    "tpu-v5p": _Gen(lambda o: torus(_need(o, "shape"), bandwidth=TPU_SLICES["tpu-v5p"][0],
-                                    latency=_lat(o), name=_tpu_name("tpu-v5p", o)),
-                    "tpu-v5p:AxBxC (a 3-D torus slice at the chip's ICI rate)", ("shape",),
-                    {}, ("lat", "routing")),
+    **{chip: _Gen(lambda o, chip=chip: torus(_need(o, "shape"),
+                                             bandwidth=TPU_SLICES[chip][0], latency=_lat(o),
+                                             name=_tpu_name(chip, o)),
+                  f"{chip}:AxBxC (a 3-D torus slice at the chip's ICI rate)", ("shape",),
+                  {}, ("lat", "routing")) for chip in TPU_SLICES},
     "mesh": _Gen(lambda o: mesh(_need(o, "shape"), bandwidth=_bw(o), latency=_lat(o)),
                  "mesh:AxBx...", ("shape",)),
     "hypercube": _Gen(lambda o: hypercube(_need(o, "d"), bandwidth=_bw(o), latency=_lat(o)),
@@ -398,7 +399,8 @@ _ALIASES = {"fully_connected": "fc", "fully-connected": "fc", "fat_tree": "fattr
 GENERATOR_NAMES = ("ring", "uniring", "line", "fc", "fully_connected", "star", "torus", "mesh",
                    "hypercube", "hammingmesh", "fattree", "leafspine", "dgx", "dgx-a100",
                    "dgx-h100",
-                   "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x", "tpu-v5p", "circulant",
+                   "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x", "tpu-v4", "tpu-v5p",
+                   "circulant",
                    "rrg", "hier", "totient")
 GENERATOR_NAMES += ("random", "bimodal", "twotier", "mi250")
 #: One usage line per canonical generator name, for help text.
