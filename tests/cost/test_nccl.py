@@ -67,6 +67,28 @@ def test_ring_allreduce_closed_form(n):
     assert e.busbw == pytest.approx(18 * 20.6e9, rel=2e-3)
 
 
+@pytest.mark.parametrize(("spec", "ranks", "bus"), [
+    # 8 GPUs per box: a GPU sends 7/8 of its ring bytes over NVLink, 1/8 through its NIC
+    ("dgx-h100:2", range(16), 8 * 50e9 * 4096 / 4122),           # NIC-bound, > NVLink
+    ("dgx-a100:2", range(16), 8 * 25e9 * 4096 / 4122),
+    # 2 GPUs per box: NVLink would allow 2 x its rate; the two NICs bind
+    ("dgx-h100:2", [0, 1, 8, 9], 2 * 50e9 * 4096 / 4122),
+    # one GPU per box: every ring hop is a NIC
+    ("dgx-h100:4", [0, 8, 16, 24], 50e9 * 4096 / 4122),
+    # gb200-nvl72: 36 GPUs per box, NVLink x 36/35 (742 GB/s) under 36 NICs
+    ("gb200-nvl72:2", range(0, 144, 2), 18 * 40.1e9 * 36 / 35),
+])
+def test_ring_across_boxes_bus(spec, ranks, bus):
+    """Across boxes a ring leaves each box through one GPU's NIC per channel, the exit
+    rotating over the box's GPUs: bus = min(NVLink x ppn/(ppn-1), ppn x NIC); one box:
+    NVLink. nccl-tests measures 396 GB/s on two H100 boxes (NVIDIA/nccl-tests#319), above
+    one box's 370: the NVLink port cannot be carrying every hop."""
+    S = 64 * GiB
+    e = _est(spec, "allreduce", S, "ring", ranks=ranks)
+    assert e.rate == pytest.approx(bus * len(ranks) / (2 * (len(ranks) - 1)))
+    assert e.busbw == pytest.approx(bus, rel=5e-3)          # less the latency share
+
+
 @pytest.mark.parametrize("n", [3, 4, 8])
 def test_nvls_allreduce_moves_one_and_a_bit(n):
     """NVLS: (1 + 1/n) S through each port at NVLink x 0.85, so busbw 2(n-1)/(n+1) of it."""

@@ -14,7 +14,7 @@ def results():
 
 
 def test_every_case_of_validation_data_is_predicted(results):
-    assert len(results) == len(NCCL_TESTS) == 22
+    assert len(results) == len(NCCL_TESTS) == 25
     for r in results:
         assert r.case.low <= r.case.measured <= r.case.high and r.case.source
         assert r.predicted > 0
@@ -42,5 +42,5 @@ def test_errors_as_reported(results):
 def test_written_files(results, tmp_path):
     paths = write_nccl_validation(tmp_path, results)
     data = json.loads(paths[0].read_text())
-    assert len(data["cases"]) == 22 and data["mean_abs_error"] < 0.03
+    assert len(data["cases"]) == 25 and data["mean_abs_error"] < 0.03
     assert {p.name for p in paths} >= {"validation_nccl.json"}

@@ -13,7 +13,9 @@ protocol per call. This module predicts what nccl-tests measures, for the boxes 
   ``pat`` (allgather and reduce-scatter with one GPU per box) and ``p2p`` (alltoall as
   grouped sends). CollNet (InfiniBand SHARP) needs SHARP switches that no preset has.
 - **Bandwidth** = the bytes each algorithm moves through a GPU's busiest port (its
-  NVLink port or its NIC), over that port's *effective* rate:
+  NVLink port or its NIC), over that port's *effective* rate (a ring across boxes sends
+  ``1/ppn`` of a GPU's ring bytes through its NIC and the rest over NVLink: the exit of
+  each channel's ring rotates over the box's GPUs):
 
   * NVLink: links x NCCL's per-link figure (``src/graph/topo.h``: 20.0 GB/s for SM80,
     20.6 for SM90, 40.1 for SM100), i.e. 240 GB/s for an A100 and 370.8 for an H100
@@ -225,9 +227,21 @@ def _log2i(x: int) -> int:
     return max(0, int(x).bit_length() - 1)
 
 
+def _ring_bus(s: NcclSystem) -> float:
+    """A ring's bus bandwidth through a GPU's busiest port. Across boxes each channel's
+    ring leaves a box through one GPU's NIC, and NCCL's channels (one or more per NIC)
+    rotate that exit over the box's GPUs: a GPU sends ``(ppn-1)/ppn`` of its ring bytes
+    over NVLink and ``1/ppn`` through its own NIC."""
+    if s.nodes == 1:
+        return s.nvlink_Bps
+    if s.ppn == 1:
+        return s.nic_Bps
+    return min(s.nvlink_Bps * s.ppn / (s.ppn - 1), s.ppn * s.nic_Bps)
+
+
 def _ring(s: NcclSystem, kind: str, p: str, size: float) -> tuple[float, float]:
     n, nodes, i = s.ranks, s.nodes, _proto_index(p)
-    bus = s.nvlink_Bps if nodes == 1 else min(s.nvlink_Bps, s.ppn * s.nic_Bps)
+    bus = _ring_bus(s)
     if p == "LL":
         cap = _LL_MAX_ONE_BOX[s.box.arch] if nodes == 1 else _LL_MAX_BOXES[nodes > 2]
         bus = min(cap, 0.5 * bus)

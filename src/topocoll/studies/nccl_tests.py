@@ -4,8 +4,12 @@ Every collective measurement of ``validation-data.md`` (the fixtures of
 ``topocoll study validation``): all-reduce bus bandwidth on 8x H100 and 8x A100 boxes by
 algorithm and GPU count, and all-to-all throughput per NIC across H100 boxes. Each case
 is predicted on the box preset as the source ran it: ``compare -a nccl`` (what NCCL would
-run), or ``-a nccl_<algorithm>`` where the source forced one with ``NCCL_ALGO``. Nothing
-in the model is fitted to these figures.
+run), ``-a nccl_<algorithm>`` where the source forced one with ``NCCL_ALGO``, or NCCL's
+choice among the other algorithms where it turned NVLink SHARP off
+(``NCCL_NVLS_ENABLE=0``). Nothing in the model is fitted to these figures. Beyond
+``validation-data.md``, the cases of NVIDIA/nccl#2140 (NCCL 2.30, 2026) add a second
+generation, eight B300 GPUs, and the maintainers' figures for rings across boxes
+(NVIDIA/nccl-tests#319, #290, NVIDIA/nccl#812) test the NIC side of the model.
 ``docs/studies/validation.md`` is written from :func:`run_nccl_validation`.
 """
 
@@ -83,6 +87,16 @@ NCCL_TESTS: tuple[NcclCase, ...] = (
              "busbw", _SRC_2140, nvls_off=True),
     NcclCase("8x B300, NVLS on", "dgx-b200:1", "allreduce", 8, None, 845e9, 820e9, 870e9,
              "busbw", _SRC_2140),
+    # across boxes, NCCL_ALGO=RING as the maintainers advise for two boxes
+    NcclCase("2 boxes of 8x H100, NDR 400G, ring", "dgx-h100:2", "allreduce", 16, "ring",
+             396e9, 384e9, 408e9, "busbw", "NVIDIA/nccl-tests#319 (maintainer: ~48 GB/s "
+             "per 400G NIC, aggregated to ~396 GB/s with the ring)"),
+    NcclCase("2 boxes of 8x H100, NDR 400G, ring (46-48 per NIC)", "dgx-h100:2",
+             "allreduce", 16, "ring", 376e9, 368e9, 384e9, "busbw",
+             "NVIDIA/nccl-tests#290 (maintainer: 46-48 GB/s per NDR NIC, x 8 NICs)"),
+    NcclCase("DGX A100 boxes, HDR 200G, ring", "dgx-a100:2", "allreduce", 16, "ring",
+             192e9, 186e9, 198e9, "busbw", "NVIDIA/nccl#812 (maintainer: 8x 200G IB "
+             "cards, 192 GB/s all-reduce busbw measured; box count not stated)"),
     NcclCase("8x A100, default", "dgx-a100:1", "allreduce", 8, None, 232.5e9, 225.5e9,
              239.5e9, "busbw", "NVIDIA/nccl-tests#175"),
     NcclCase("6 boxes of 8x H100, RoCE 400G, alltoall", "dgx-h100:6,transport=roce",
