@@ -39,7 +39,7 @@ def test_golden_bytes_from_formats_md():
 @pytest.mark.parametrize("syn", ALGORITHMS, ids=lambda s: f"{s.name}-{s.kind}")
 def test_traces_decode_and_match(syn):
     for spec in ("hier:ring(2)x ring(3)", "ring:6", "torus:3x3",
-                 "twotier:racks=3,hosts=2,oversub=2"):   # the first that applies
+                 "twotier:racks=3,hosts=2,oversub=2", "dgx:2,gpus=3"):   # the first that applies
         topo = parse_spec(spec)
         if not syn.unsupported(topo, tuple(range(topo.num_ranks))):
             break

@@ -19,6 +19,7 @@ from .hierarchical import (
     hierarchical_allreduce,
     hierarchical_reduce_scatter,
 )
+from .rail_rings import rail_rings_allgather, rail_rings_allreduce, rail_rings_reduce_scatter
 from .recursive import (
     bruck_allgather,
     rabenseifner_allreduce,
@@ -94,4 +95,5 @@ __all__ = [
     "hamiltonian_rings_allgather",
     "two_level_allgather", "two_level_reduce_scatter", "two_level_allreduce",
     "ring_cover_allgather", "ring_cover_reduce_scatter", "ring_cover_allreduce",
+    "rail_rings_allreduce", "rail_rings_reduce_scatter", "rail_rings_allgather",
 ]

@@ -16,6 +16,7 @@ from . import (
     direct,
     forest,
     hierarchical,
+    rail_rings,
     recursive,
     ring,
     ring_cover,
@@ -48,6 +49,12 @@ def _two_level_unsupported(topology: Topology, group: tuple[int, ...]) -> str | 
 
 def _ring_cover_unsupported(topology: Topology, group: tuple[int, ...]) -> str | None:
     return ring_cover.ring_cover_unsupported_reason(topology, group)
+
+
+def _rail_rings_unsupported(kind: str) -> Callable[[Topology, tuple[int, ...]], str | None]:
+    def reason(topology: Topology, group: tuple[int, ...]) -> str | None:
+        return rail_rings.rail_rings_unsupported_reason(topology, group, kind)
+    return reason
 
 
 #: Largest group for which the registry offers the per-root tree schedules (``optimal``,
@@ -83,7 +90,8 @@ def _best_ring_unsupported(topology: Topology, group: tuple[int, ...]) -> str | 
 
 
 #: Allreduces that reduce-scatter and all-gather per-rank blocks (``2 N (N - 1)`` entries).
-_SPLIT_ALLREDUCE = frozenset({"ring", "bidirectional_ring", "direct", "bucket"})
+_SPLIT_ALLREDUCE = frozenset({"ring", "bidirectional_ring", "direct", "bucket",
+                              "rail_rings"})
 #: Bandwidth-optimal butterflies: per-rank blocks on the power-of-two core of ``q``
 #: ranks they fold onto where they fold (``2 q (q - 1)`` entries at least).
 _BUTTERFLY_ALLREDUCE = frozenset({"swing", "mirrored_recursive_doubling"})
@@ -325,6 +333,12 @@ SYNTHESIZERS: list[Synthesizer] = [
                 _hamiltonian_unsupported),
     Synthesizer("hamiltonian_rings", "allgather", torus.hamiltonian_rings_allgather,
                 _hamiltonian_unsupported),
+    Synthesizer("rail_rings", "allreduce", rail_rings.rail_rings_allreduce,
+                _rail_rings_unsupported("allreduce")),
+    Synthesizer("rail_rings", "reduce_scatter", rail_rings.rail_rings_reduce_scatter,
+                _rail_rings_unsupported("reduce_scatter")),
+    Synthesizer("rail_rings", "allgather", rail_rings.rail_rings_allgather,
+                _rail_rings_unsupported("allgather")),
 ]
 
 
