@@ -94,6 +94,14 @@ NCCL_TESTS: tuple[NcclCase, ...] = (
     NcclCase("2 boxes of 8x H100, NDR 400G, ring (46-48 per NIC)", "dgx-h100:2",
              "allreduce", 16, "ring", 376e9, 368e9, 384e9, "busbw",
              "NVIDIA/nccl-tests#290 (maintainer: 46-48 GB/s per NDR NIC, x 8 NICs)"),
+    # a user's measurements (Dell XE9680: 8x H100, 8x CX-7 400G InfiniBand, NCCL 2.26.2),
+    # after the maintainers' advice, NCCL's default choice: kept although the model misses
+    NcclCase("2 boxes of 8x H100, NDR 400G, default (user)", "dgx-h100:2", "allreduce", 16,
+             None, 470e9, 456e9, 484e9, "busbw", "NVIDIA/nccl-tests#309 (user: 470 GB/s on "
+             "2 hosts, NCCL 2.26.2)"),
+    NcclCase("4 boxes of 8x H100, NDR 400G, default (user)", "dgx-h100:4", "allreduce", 32,
+             None, 365.84e9, 355e9, 376.8e9, "busbw", "NVIDIA/nccl-tests#309 (user: 365.84 "
+             "GB/s max on 4 hosts, NCCL 2.26.2)"),
     NcclCase("DGX A100 boxes, HDR 200G, ring", "dgx-a100:2", "allreduce", 16, "ring",
              192e9, 186e9, 198e9, "busbw", "NVIDIA/nccl#812 (maintainer: 8x 200G IB "
              "cards, 192 GB/s all-reduce busbw measured; box count not stated)"),
