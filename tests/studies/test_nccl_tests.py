@@ -5,7 +5,12 @@ import json
 
 import pytest
 
-from topocoll.studies.nccl_tests import NCCL_TESTS, run_nccl_validation, write_nccl_validation
+from topocoll.studies.nccl_tests import (
+    NCCL_TESTS,
+    errors_by_regime,
+    run_nccl_validation,
+    write_nccl_validation,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +33,8 @@ def test_errors_as_reported(results):
     them must update the study."""
     by = {r.case.label: r for r in results}
     misses = {"3x H100, NCCL_ALGO=NVLS": ("nvls/Simple", -0.150),
-              "2 boxes of 8x H100, NDR 400G, default (user)": ("nvls_tree/Simple", 0.114),
-              "4 boxes of 8x H100, NDR 400G, default (user)": ("ring/Simple", 0.066)}
+              "2 boxes of 8x H100, default (user)": ("nvls_tree/Simple", 0.114),
+              "4 boxes of 8x H100, default (user)": ("ring/Simple", 0.066)}
     for label, (ran, err) in misses.items():
         assert by[label].ran == ran and by[label].error == pytest.approx(err, abs=0.005)
     others = [r for r in results if r.case.label not in misses]
@@ -49,3 +54,18 @@ def test_written_files(results, tmp_path):
     data = json.loads(paths[0].read_text())
     assert len(data["cases"]) == 27 and data["mean_abs_error"] < 0.03
     assert {p.name for p in paths} >= {"validation_nccl.json"}
+
+
+def test_errors_by_regime(results):
+    """The model's validated error per regime (one box or across, the algorithm NCCL ran):
+    every case in exactly one, and the spreads the study reports."""
+    by = errors_by_regime(results)
+    assert sum(v["cases"] for v in by.values()) == len(results)
+    assert set(by) == {"one box, ring", "one box, nvls", "across boxes, ring",
+                       "across boxes, nvls_tree", "across boxes, p2p"}
+    ring = by["one box, ring"]
+    assert ring["cases"] == 12 and -0.001 < ring["min_error"] and ring["max_error"] < 0.034
+    nvls = by["one box, nvls"]
+    assert nvls["min_error"] == pytest.approx(-0.150, abs=0.005)   # the 3-GPU case
+    for v in by.values():
+        assert v["min_error"] <= v["max_error"] and v["mean_abs_error"] >= 0

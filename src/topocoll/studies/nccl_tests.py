@@ -26,7 +26,7 @@ from ..topology import parse_spec
 from ._common import headless_pyplot, save_figure, write_json
 
 __all__ = ["NCCL_TESTS", "NcclCase", "NcclResult", "run_nccl_validation",
-           "write_nccl_validation", "ASTRA_SIM_ERRORS"]
+           "write_nccl_validation", "ASTRA_SIM_ERRORS", "regime", "errors_by_regime"]
 
 #: ASTRA-sim 2.x analytical against HGX-H100 ring all-reduce, geometric-mean error by GPU
 #: count (ASTRA-sim documentation, GPU validation page): the bar to beat.
@@ -91,15 +91,15 @@ NCCL_TESTS: tuple[NcclCase, ...] = (
     NcclCase("2 boxes of 8x H100, NDR 400G, ring", "dgx-h100:2", "allreduce", 16, "ring",
              396e9, 384e9, 408e9, "busbw", "NVIDIA/nccl-tests#319 (maintainer: ~48 GB/s "
              "per 400G NIC, aggregated to ~396 GB/s with the ring)"),
-    NcclCase("2 boxes of 8x H100, NDR 400G, ring (46-48 per NIC)", "dgx-h100:2",
+    NcclCase("2 boxes of 8x H100, ring, 46-48 per NIC", "dgx-h100:2",
              "allreduce", 16, "ring", 376e9, 368e9, 384e9, "busbw",
              "NVIDIA/nccl-tests#290 (maintainer: 46-48 GB/s per NDR NIC, x 8 NICs)"),
     # a user's measurements (Dell XE9680: 8x H100, 8x CX-7 400G InfiniBand, NCCL 2.26.2),
     # after the maintainers' advice, NCCL's default choice: kept although the model misses
-    NcclCase("2 boxes of 8x H100, NDR 400G, default (user)", "dgx-h100:2", "allreduce", 16,
+    NcclCase("2 boxes of 8x H100, default (user)", "dgx-h100:2", "allreduce", 16,
              None, 470e9, 456e9, 484e9, "busbw", "NVIDIA/nccl-tests#309 (user: 470 GB/s on "
              "2 hosts, NCCL 2.26.2)"),
-    NcclCase("4 boxes of 8x H100, NDR 400G, default (user)", "dgx-h100:4", "allreduce", 32,
+    NcclCase("4 boxes of 8x H100, default (user)", "dgx-h100:4", "allreduce", 32,
              None, 365.84e9, 355e9, 376.8e9, "busbw", "NVIDIA/nccl-tests#309 (user: 365.84 "
              "GB/s max on 4 hosts, NCCL 2.26.2)"),
     NcclCase("DGX A100 boxes, HDR 200G, ring", "dgx-a100:2", "allreduce", 16, "ring",
@@ -177,6 +177,32 @@ def _mean_abs(values: Sequence[float]) -> float:
     return sum(abs(v) for v in values) / len(values) if values else 0.0
 
 
+def regime(result: NcclResult) -> str:
+    """Where a case sits in the model: one box or across boxes, and the algorithm NCCL
+    ran (``one box, nvls``)."""
+    ppn = len(parse_spec(result.case.topology).meta["groups"][0])
+    where = "across boxes" if result.case.gpus > ppn else "one box"
+    return f"{where}, {result.ran.split('/')[0]}"
+
+
+def errors_by_regime(results: Sequence[NcclResult]) -> dict[str, dict[str, float]]:
+    """Per :func:`regime`: the number of cases, the mean absolute error and the smallest
+    and largest signed error: the model's validated error where it has one, to read a
+    prediction in the same regime by.
+
+    Examples
+    --------
+    >>> rs = run_nccl_validation(NCCL_TESTS[:2])
+    >>> sorted(errors_by_regime(rs))
+    ['one box, nvls', 'one box, ring']
+    """
+    groups: dict[str, list[float]] = {}
+    for r in results:
+        groups.setdefault(regime(r), []).append(r.error)
+    return {k: {"cases": len(v), "mean_abs_error": _mean_abs(v), "min_error": min(v),
+                "max_error": max(v)} for k, v in sorted(groups.items())}
+
+
 def write_nccl_validation(directory: str | Path, results: Sequence[NcclResult]) -> list[Path]:
     """Write ``validation_nccl.json`` and ``validation_nccl.png`` into ``directory``."""
     d = Path(directory)
@@ -190,12 +216,13 @@ def write_nccl_validation(directory: str | Path, results: Sequence[NcclResult]) 
              "note": r.note} for r in results]
     data = {"cases": recs, "mean_abs_error": _mean_abs([r.error for r in results]),
             "max_abs_error": max(abs(r.error) for r in results),
+            "by_regime": errors_by_regime(results),
             "astra_sim_errors": {str(k): v for k, v in ASTRA_SIM_ERRORS.items()}}
     paths = [write_json(d / "validation_nccl.json", data)]
     plt = headless_pyplot()
     if plt is None:
         return paths
-    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    fig, ax = plt.subplots(figsize=(7.2, max(3.8, 0.2 * len(results) + 1)))
     y = range(len(results))
     ax.errorbar([r.case.measured / 1e9 for r in results], list(y),
                 xerr=[[(r.case.measured - r.case.low) / 1e9 for r in results],
