@@ -77,6 +77,25 @@ def test_compare_table_and_unknown_algorithm():
     assert "nosuch" in r.stderr
 
 
+def test_compare_reports_the_nccl_models_validated_error():
+    """NCCL-model rows carry the study's error over the published cases of their regime
+    (one box or across boxes, the algorithm NCCL ran); schedule rows carry none."""
+    rows = json.loads(run("compare", "-t", "dgx-h100:1", "-s", "4GiB", "-a", "nccl_ring",
+                          "-a", "nccl", "-a", "ring", "--json").stdout)
+    by = {x["algorithm"]: x for x in rows}
+    assert "validated" not in by["ring"]
+    v = by["nccl_ring"]["validated"]
+    assert v["regime"] == "one box, ring" and v["cases"] == 12
+    assert v["min_error"] <= 0 < v["max_error"] < 0.05
+    assert by["nccl"]["validated"]["regime"] == "one box, nvls"
+    across = json.loads(run("compare", "-t", "dgx-h100:2", "-s", "4GiB", "-a", "nccl_ring",
+                            "--json").stdout)
+    assert across[0]["validated"]["regime"] == "across boxes, ring"
+    text = " ".join(run("compare", "-t", "dgx-h100:2", "-s", "4GiB", "-a", "nccl").stdout.split())
+    assert ("(across boxes, nvls_tree): the NCCL model's error on the published case of this "
+            "regime is +11.4%") in text
+
+
 def test_synth_verify_cost_round_trip(tmp_path):
     f = tmp_path / "s.json"
     run("synth", "-t", "ring:6", "-c", "allgather", "-a", "ring", "-o", str(f))

@@ -71,12 +71,41 @@ def compare(topology: TopoOpt,
             root=root, model=model, skipped=skipped, cache=schedule_cache(no_cache),
             progress=lambda name: bar.update(bar.task_ids[0],
                                              description=f"compare on {t.name}: {name}"))
+    validated = _validated(t, rows, coll.ranks if ranks else None)
     if as_json:
-        print_json([r.to_dict() for r in rows])
+        print_json([{**r.to_dict(), **({"validated": validated[i]} if i in validated else {})}
+                    for i, r in enumerate(rows)])
         return
     print_rows(f"{collective} on {t.name}", rows)
     for name, why in skipped:
         out.print(f"not shown: {name} ({why})", style="dim", highlight=False)
+    seen = set()
+    for i, v in validated.items():
+        if v["regime"] in seen:
+            continue
+        seen.add(v["regime"])
+        span = (f"{100 * v['min_error']:+.1f}%" if v["cases"] == 1 else
+                f"{100 * v['min_error']:+.1f}% to {100 * v['max_error']:+.1f}%")
+        cases = "the published case" if v["cases"] == 1 else f"the {v['cases']} published cases"
+        out.print(f"{rows[i].algorithm} ({v['regime']}): the NCCL model's error on {cases} of "
+                  f"this regime is {span} (docs/studies/validation.md)", style="dim",
+                  highlight=False)
+
+
+def _validated(topology, rows, ranks) -> dict[int, dict]:
+    """For the rows costed by the NCCL model: the validated error of their regime (the
+    published nccl-tests cases predicted the same way), by row index."""
+    if not any(r.model == "nccl" for r in rows):
+        return {}
+    from ..studies.nccl_tests import validated_error
+
+    out = {}
+    for i, r in enumerate(rows):
+        if r.model == "nccl":
+            v = validated_error(topology, r.params.get("algorithm", ""), ranks)
+            if v is not None:
+                out[i] = v
+    return out
 
 
 def print_rows(title: str, rows) -> None:

@@ -15,6 +15,7 @@ generation, eight B300 GPUs, and the maintainers' figures for rings across boxes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,12 @@ from pathlib import Path
 from ..cost.nccl import NCCL_KIND_ALGORITHMS, nccl_choose
 from ..errors import NotSupportedError
 from ..selection import nccl_evaluate
-from ..topology import parse_spec
+from ..topology import Topology, parse_spec
 from ._common import headless_pyplot, save_figure, write_json
 
 __all__ = ["NCCL_TESTS", "NcclCase", "NcclResult", "run_nccl_validation",
-           "write_nccl_validation", "ASTRA_SIM_ERRORS", "regime", "errors_by_regime"]
+           "write_nccl_validation", "ASTRA_SIM_ERRORS", "regime", "errors_by_regime",
+           "validated_error"]
 
 #: ASTRA-sim 2.x analytical against HGX-H100 ring all-reduce, geometric-mean error by GPU
 #: count (ASTRA-sim documentation, GPU validation page): the bar to beat.
@@ -201,6 +203,38 @@ def errors_by_regime(results: Sequence[NcclResult]) -> dict[str, dict[str, float
         groups.setdefault(regime(r), []).append(r.error)
     return {k: {"cases": len(v), "mean_abs_error": _mean_abs(v), "min_error": min(v),
                 "max_error": max(v)} for k, v in sorted(groups.items())}
+
+
+@functools.cache
+def _regimes() -> dict[str, dict[str, float]]:
+    return errors_by_regime(run_nccl_validation())
+
+
+def validated_error(topology: Topology, algorithm: str,
+                    ranks: Sequence[int] | None = None) -> dict | None:
+    """The validated error of the NCCL model for a prediction of ``algorithm`` (what NCCL
+    runs, e.g. ``ring``, ``nvls``) on ``ranks`` of ``topology``: the published cases of
+    the same :func:`regime` (one box or across boxes, the same algorithm), as
+    ``{"regime", "cases", "mean_abs_error", "min_error", "max_error"}``; None where no
+    published case is in that regime, or the topology names no boxes.
+
+    Examples
+    --------
+    >>> v = validated_error(parse_spec("dgx-h100:1"), "ring")
+    >>> v["regime"], v["cases"], round(v["max_error"], 3)
+    ('one box, ring', 12, 0.033)
+    >>> validated_error(parse_spec("dgx-h100:2"), "tree") is None
+    True
+    """
+    groups = (topology.meta or {}).get("groups")
+    if not groups:
+        return None
+    where = {r: k for k, g in enumerate(groups) for r in g}
+    members = range(topology.num_ranks) if ranks is None else ranks
+    boxes = {where.get(int(r)) for r in members}
+    key = f"{'across boxes' if len(boxes) > 1 else 'one box'}, {algorithm}"
+    row = _regimes().get(key)
+    return {"regime": key, **row} if row else None
 
 
 def write_nccl_validation(directory: str | Path, results: Sequence[NcclResult]) -> list[Path]:
