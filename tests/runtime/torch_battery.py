@@ -37,6 +37,8 @@ def specs(p):
         out.append("torus:3x3")
     if p == 6:   # racks behind switches: the two-level schedules apply
         out.append("twotier:racks=3,hosts=2,oversub=2")
+    if p == 4:   # boxes named by the topology: NCCL's rings across boxes apply
+        out.append("dgx:2,gpus=2")
     return out
 
 

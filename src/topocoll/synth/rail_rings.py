@@ -25,7 +25,7 @@ Examples
 >>> from topocoll.topology import parse_spec
 >>> s = rail_rings_allreduce(parse_spec("dgx-h100:2"))
 >>> s.num_steps, len(s.step(0)), s.collective.num_chunks
-(30, 128, 256)
+(30, 128, 128)
 >>> s.meta["rings"]
 '8'
 """
