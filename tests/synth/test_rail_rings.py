@@ -11,9 +11,13 @@ from _refcheck import assert_correct
 from topocoll.cost import AlphaBeta
 from topocoll.errors import NotSupportedError
 from topocoll.selection import find_algorithm
-from topocoll.synth import rail_rings as rr
 from topocoll.synth import rail_rings_allgather, rail_rings_allreduce, rail_rings_reduce_scatter
-from topocoll.synth.rail_rings import rail_ring_orders, rail_rings_unsupported_reason
+from topocoll.synth.rail_rings import (
+    rail_ring_orders,
+    rail_rings_entries,
+    rail_rings_unsupported_reason,
+)
+from topocoll.synth.registry import SCHEDULE_BYTES_PER_ENTRY
 from topocoll.topology import parse_spec, ring
 from topocoll.topology.scenarios import mi250
 
@@ -85,9 +89,14 @@ def test_refused_with_a_reason():
         find_algorithm("rail_rings", "allreduce")(ring(8))
 
 
-def test_size_limit_counts_every_ring(monkeypatch):
+def test_size_guard_counts_every_ring(monkeypatch):
     t = parse_spec("dgx-h100:2")
-    # 8 rings x 16 x 15 transfers x 2 passes = 3,840 entries
-    monkeypatch.setattr(rr, "RAIL_RINGS_MAX_ENTRIES", 3839)
-    assert "3,840 chunk entries" in rail_rings_unsupported_reason(t, range(16))
-    assert rail_rings_unsupported_reason(t, range(16), "allgather") is None
+    # 8 rings x 16 x 15 transfers x 2 passes = 3,840 entries; one ring would be 480
+    assert rail_rings_entries(t, range(16), "allreduce") == 3840
+    assert rail_rings_entries(t, range(16), "allgather") == 1920
+    syn = find_algorithm("rail_rings", "allreduce")
+    monkeypatch.setenv("TOPOCOLL_MAX_SCHEDULE_BYTES", str(3840 * SCHEDULE_BYTES_PER_ENTRY - 1))
+    assert "3,840 chunk blocks" in syn.unsupported(t, tuple(range(16)))
+    assert find_algorithm("rail_rings", "allgather").unsupported(t, tuple(range(16))) is None
+    with pytest.raises(NotSupportedError, match="TOPOCOLL_MAX_SCHEDULE_BYTES"):
+        syn(t)

@@ -44,23 +44,27 @@ from .ring import ring_passes
 from .two_level import two_level_groupings
 
 __all__ = ["rail_rings_allreduce", "rail_rings_reduce_scatter", "rail_rings_allgather",
-           "rail_ring_orders", "rail_rings_unsupported_reason", "RAIL_RINGS_MAX_ENTRIES"]
-
-#: Most (transfer, chunk) entries a ``rail_rings`` schedule may hold: ``q`` rings of
-#: ``p (p - 1)`` one-chunk transfers per pass (the registry's size guard counts one ring).
-RAIL_RINGS_MAX_ENTRIES = 200_000_000
+           "rail_ring_orders", "rail_rings_unsupported_reason", "rail_rings_entries"]
 
 
 def _boxes(topology: Topology, group: Sequence[int]) -> list[list[int]] | str:
-    g = two_level_groupings(topology, group, "meta")["meta"]
-    return g
+    return two_level_groupings(topology, group, "meta")["meta"]
 
 
-def rail_rings_unsupported_reason(topology: Topology, group: Sequence[int],
-                                  kind: str = "allreduce") -> str | None:
+def rail_rings_entries(topology: Topology, group: Sequence[int], kind: str) -> int:
+    """The (transfer, chunk) entries of the ``kind`` schedule on ``group``: ``q`` rings of
+    ``p (p - 1)`` one-chunk transfers per pass (0 where it does not apply); the
+    registry's size guard weighs these, not one ring's."""
+    boxes = _boxes(topology, group)
+    if isinstance(boxes, str):
+        return 0
+    p, q = sum(len(b) for b in boxes), len(boxes[0])
+    return (2 if kind == "allreduce" else 1) * q * p * (p - 1)
+
+
+def rail_rings_unsupported_reason(topology: Topology, group: Sequence[int]) -> str | None:
     """None if ``rail_rings`` applies to ``group``, else why not: the ranks must fill at
-    least two of the topology's named groups (boxes) equally, at least two per box, and
-    the ``q`` rings must fit :data:`RAIL_RINGS_MAX_ENTRIES`.
+    least two of the topology's named groups (boxes) equally, at least two per box.
 
     Examples
     --------
@@ -71,14 +75,7 @@ def rail_rings_unsupported_reason(topology: Topology, group: Sequence[int],
     True
     """
     boxes = _boxes(topology, group)
-    if isinstance(boxes, str):
-        return boxes
-    p, q = sum(len(b) for b in boxes), len(boxes[0])
-    entries = (2 if kind == "allreduce" else 1) * q * p * (p - 1)
-    if entries > RAIL_RINGS_MAX_ENTRIES:
-        return (f"{q} rings over {p:,} ranks hold {entries:,} chunk entries, over the "
-                f"{RAIL_RINGS_MAX_ENTRIES:,} limit")
-    return None
+    return boxes if isinstance(boxes, str) else None
 
 
 def rail_ring_orders(boxes: Sequence[Sequence[int]]) -> list[np.ndarray]:
@@ -104,7 +101,7 @@ def rail_ring_orders(boxes: Sequence[Sequence[int]]) -> list[np.ndarray]:
 
 def _build(topology: Topology, ranks, kind: str) -> Schedule:
     group = resolve_group(topology, ranks)
-    reason = rail_rings_unsupported_reason(topology, group, kind)
+    reason = rail_rings_unsupported_reason(topology, group)
     require(reason is None, f"rail_rings {kind} on {topology.name}: {reason}")
     boxes = _boxes(topology, group)
     assert not isinstance(boxes, str)

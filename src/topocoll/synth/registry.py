@@ -52,8 +52,19 @@ def _ring_cover_unsupported(topology: Topology, group: tuple[int, ...]) -> str |
 
 
 def _rail_rings_unsupported(kind: str) -> Callable[[Topology, tuple[int, ...]], str | None]:
+    # the size guard of Synthesizer.__call__ counts one ring (it knows only the rank
+    # count); the q rings of the boxes are weighed here, against the same limit
     def reason(topology: Topology, group: tuple[int, ...]) -> str | None:
-        return rail_rings.rail_rings_unsupported_reason(topology, group, kind)
+        why = rail_rings.rail_rings_unsupported_reason(topology, group)
+        if why:
+            return why
+        entries = rail_rings.rail_rings_entries(topology, group, kind)
+        need = SCHEDULE_BYTES_PER_ENTRY * entries
+        if need > max_schedule_bytes():
+            return (f"its rings move {entries:,} chunk blocks: about {need / 2**30:.1f} GiB "
+                    f"as a schedule, over the {max_schedule_bytes() / 2**30:.0f} GiB limit "
+                    "(TOPOCOLL_MAX_SCHEDULE_BYTES raises it)")
+        return None
     return reason
 
 
