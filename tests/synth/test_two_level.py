@@ -198,11 +198,14 @@ def test_contention_on_single_directions():
 
 
 def test_optimal_default_picks_two_level_on_oversubscribed_two_tier():
-    t = two_tier(16, 8, oversubscription=4)
+    # 64 ranks; the 128-rank fabric of the same shape (racks=16) is
+    # tests/synth/test_timed.py::test_auto_within_one_percent_at_128_ranks, which asserted
+    # the same two things here before (its tree packing alone took 30 s per copy)
+    t = two_tier(8, 8, oversubscription=4)
     s = find_algorithm("optimal", "allgather")(t)
     assert s.meta["pipeline"] == "two_level"
     assert AlphaBeta(bound=False).evaluate(s, t, M).time <= _bound(
-        "allgather", t, tuple(range(128))) * 1.01
+        "allgather", t, tuple(range(64))) * 1.01
 
 
 def test_asymmetric_link_named_topology():
