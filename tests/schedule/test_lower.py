@@ -150,6 +150,15 @@ def test_every_synthesizer_lowers_and_executes(syn, spec, monkeypatch):
     assert lower(s) == prog and lower(s, rank=0).steps_of(0) == prog.steps_of(0)
 
 
+@pytest.mark.parametrize("kind", ["allreduce", "allgather", "reduce_scatter"])
+def test_rail_rings_lowers_and_executes(kind, monkeypatch):
+    # NCCL's rings across boxes need named boxes, which SPECS do not have
+    from topocoll.selection import find_algorithm
+
+    test_every_synthesizer_lowers_and_executes(find_algorithm("rail_rings", kind),
+                                               "dgx:2,gpus=3", monkeypatch)
+
+
 def test_reduce_into_empty_becomes_copy():
     # reduce to rank 2 from 0 and 1 in the same step: rank 2 holds nothing of chunk 0
     from topocoll.collective import reduce
