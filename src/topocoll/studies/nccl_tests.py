@@ -179,12 +179,24 @@ def _mean_abs(values: Sequence[float]) -> float:
     return sum(abs(v) for v in values) / len(values) if values else 0.0
 
 
+def _regime(topology: Topology, ranks: Sequence[int], algorithm: str) -> str | None:
+    """``"<one box | across boxes>, <algorithm>"`` for ``ranks`` of ``topology``, or None
+    where the topology names no boxes."""
+    groups = (topology.meta or {}).get("groups")
+    if not groups:
+        return None
+    box = {r: k for k, g in enumerate(groups) for r in g}
+    where = "across boxes" if len({box.get(int(r)) for r in ranks}) > 1 else "one box"
+    return f"{where}, {algorithm}"
+
+
 def regime(result: NcclResult) -> str:
     """Where a case sits in the model: one box or across boxes, and the algorithm NCCL
     ran (``one box, nvls``)."""
-    ppn = len(parse_spec(result.case.topology).meta["groups"][0])
-    where = "across boxes" if result.case.gpus > ppn else "one box"
-    return f"{where}, {result.ran.split('/')[0]}"
+    key = _regime(parse_spec(result.case.topology), range(result.case.gpus),
+                  result.ran.split("/")[0])
+    assert key is not None, result.case.topology      # every case is on a box preset
+    return key
 
 
 def errors_by_regime(results: Sequence[NcclResult]) -> dict[str, dict[str, float]]:
@@ -226,14 +238,8 @@ def validated_error(topology: Topology, algorithm: str,
     >>> validated_error(parse_spec("dgx-h100:2"), "tree") is None
     True
     """
-    groups = (topology.meta or {}).get("groups")
-    if not groups:
-        return None
-    where = {r: k for k, g in enumerate(groups) for r in g}
-    members = range(topology.num_ranks) if ranks is None else ranks
-    boxes = {where.get(int(r)) for r in members}
-    key = f"{'across boxes' if len(boxes) > 1 else 'one box'}, {algorithm}"
-    row = _regimes().get(key)
+    key = _regime(topology, range(topology.num_ranks) if ranks is None else ranks, algorithm)
+    row = _regimes().get(key) if key else None
     return {"regime": key, **row} if row else None
 
 
